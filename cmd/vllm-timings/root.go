@@ -21,6 +21,15 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+
+	// Subcommands, one constructor per file. Keep one per line: branches
+	// that add commands then merge without conflicts.
+	root.AddCommand(
+	// patcher commands
+	// nixgen commands
+	// verify commands
+	)
 	return root
 }
 
