@@ -1,6 +1,6 @@
 module github.com/vllm-timings/vllm-timings
 
-go 1.24
+go 1.25.0
 
 require (
 	github.com/agext/levenshtein v1.2.1 // indirect

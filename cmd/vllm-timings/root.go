@@ -26,7 +26,12 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	// Subcommands, one constructor per file. Keep one per line: branches
 	// that add commands then merge without conflicts.
 	root.AddCommand(
-	// patcher commands
+		// patcher commands
+		newCmdApply(stdout, stderr, nil),
+		newCmdStatus(stdout, nil),
+		newCmdRevert(stdout, nil),
+		newCmdDiff(stdout, nil),
+		newCmdPatchsets(stdout),
 	// nixgen commands
 	// verify commands
 	)

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vllm-timings/vllm-timings/patcher"
+)
+
+// vllmFlags are the flags every command that touches vLLM shares.
+type vllmFlags struct {
+	vllmDir   string
+	patchsets []string
+}
+
+func (f *vllmFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.vllmDir, "vllm-dir", "", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
+	cmd.Flags().StringArrayVar(&f.patchsets, "patchset", nil, "an extra patch set (.hcl), tried before the embedded ones; repeatable")
+}
+
+func (f *vllmFlags) options() patcher.Options {
+	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir}, PatchSets: f.patchsets}
+}
+
+// openSession is patcher.Open; commands call it through their options so
+// tests can see what a command would open.
+var openSession = patcher.Open
+
+func logf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "vllm-timings: "+format+"\n", args...)
+}
+
+func exitCodeTable() string {
+	var b strings.Builder
+	for _, c := range patcher.ExitCodes {
+		fmt.Fprintf(&b, "  %d  %s\n", c.Code, c.Meaning)
+	}
+	return b.String()
+}
+
+// --- apply ---
+
+type applyOptions struct {
+	vllmFlags
+	onFailure string
+	dryRun    bool
+	out, err  io.Writer
+}
+
+func newCmdApply(out, errw io.Writer, runF func(*applyOptions) error) *cobra.Command {
+	o := &applyOptions{out: out, err: errw}
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Patch the installed vLLM so its responses carry timings",
+		Long: `Patch the installed vLLM so that /v1/chat/completions and /v1/completions
+responses carry a llama.cpp-style "timings" object.
+
+apply finds vLLM (--vllm-dir, $VLLM_DIR, $VIRTUAL_ENV, well-known install
+paths, then python3's importlib.util.find_spec), picks the patch set whose
+anchors all match the installed files, plans every edit in memory and then
+writes all files or none. Running it again on a patched tree writes nothing.
+
+Exit codes:
+` + exitCodeTable(),
+		Example: `  # In the container, before the server starts:
+  /patches/vllm-timings apply --on-failure warn && exec vllm serve ...
+
+  # See what would change, without writing:
+  vllm-timings apply --dry-run --vllm-dir ./venv/lib/python3.12/site-packages/vllm
+
+  # Use your own patch set for a vLLM no embedded set fits:
+  vllm-timings apply --patchset ./my-nightly.hcl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.onFailure != "abort" && o.onFailure != "warn" {
+				return usageErrorf("--on-failure %q: use abort or warn", o.onFailure)
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return applyRun(o)
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().StringVar(&o.onFailure, "on-failure", "abort", "abort: exit non-zero on any problem; warn: print it and exit 0 with nothing changed, so vLLM starts without timings")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
+	return cmd
+}
+
+func applyRun(o *applyOptions) error {
+	err := applyDo(o)
+	if err != nil && o.onFailure == "warn" {
+		fmt.Fprintf(o.err, "%s\n", strings.TrimRight(err.Error(), "\n"))
+		logf(o.err, "warning: nothing was changed; vLLM starts without timings (--on-failure warn)")
+		return nil
+	}
+	return err
+}
+
+func applyDo(o *applyOptions) error {
+	s, err := openSession(o.options())
+	if err != nil {
+		return err
+	}
+	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
+	p, err := s.Plan()
+	if err != nil {
+		return err
+	}
+	logf(o.out, "%s", s.Sel.Why)
+	if o.dryRun {
+		changes := p.Changes()
+		for _, f := range changes {
+			verb := "patch"
+			if !f.Exists {
+				verb = "create"
+			}
+			logf(o.out, "would %s %s (%d insertions)", verb, f.Path, f.Edits)
+		}
+		if len(changes) == 0 {
+			logf(o.out, "already patched; nothing to do")
+		} else {
+			logf(o.out, "dry run: nothing written")
+		}
+		return nil
+	}
+	done, err := s.Apply()
+	if err != nil {
+		return err
+	}
+	for _, d := range done {
+		logf(o.out, "%s", d)
+	}
+	if len(done) == 0 {
+		logf(o.out, "already patched; nothing to do")
+	}
+	return nil
+}
+
+// --- status ---
+
+type statusOptions struct {
+	vllmFlags
+	json bool
+	out  io.Writer
+}
+
+func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command {
+	o := &statusOptions{out: out}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Say whether each target file is unpatched, patched, outdated or modified",
+		Long: `Report the installed vLLM, the patch set that fits it, and for each target file:
+  unpatched  no vllm-timings changes
+  patched    exactly what the patch set writes
+  outdated   vllm-timings changes from another version; apply updates them
+  modified   changed in a way no patch set explains
+  missing    the file does not exist`,
+		Example: `  vllm-timings status --vllm-dir /usr/local/lib/python3.12/dist-packages/vllm
+  vllm-timings status --json | jq -r .state`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return statusRun(o)
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print a JSON object for scripts")
+	return cmd
+}
+
+func statusRun(o *statusOptions) error {
+	s, err := openSession(o.options())
+	if err != nil {
+		return err
+	}
+	r := s.Status()
+	if o.json {
+		enc := json.NewEncoder(o.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(o.out, "vLLM %s at %s (found via %s)\n", r.Version, r.VLLMDir, r.Via)
+	if r.PatchSet != "" {
+		fmt.Fprintf(o.out, "%s\n", r.Why)
+	}
+	fmt.Fprintf(o.out, "state: %s\n", r.State)
+	for _, f := range r.Files {
+		fmt.Fprintf(o.out, "  %-10s %s\n", f.State, f.Path)
+	}
+	if r.Problems != "" {
+		fmt.Fprintf(o.out, "\n%s\n", strings.TrimRight(r.Problems, "\n"))
+	}
+	return nil
+}
+
+// --- revert ---
+
+type revertOptions struct {
+	vllmFlags
+	dryRun bool
+	out    io.Writer
+}
+
+func newCmdRevert(out io.Writer, runF func(*revertOptions) error) *cobra.Command {
+	o := &revertOptions{out: out}
+	cmd := &cobra.Command{
+		Use:   "revert",
+		Short: "Restore the original vLLM files, byte for byte",
+		Long: `Remove every change vllm-timings made: the marked blocks in vLLM's files and
+the files it created. It works whichever version of vllm-timings patched
+the tree, and writes all files or none.`,
+		Example: `  vllm-timings revert --vllm-dir ./venv/lib/python3.12/site-packages`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return revertRun(o)
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report, write nothing")
+	return cmd
+}
+
+func revertRun(o *revertOptions) error {
+	s, err := openSession(o.options())
+	if err != nil {
+		return err
+	}
+	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
+	done, err := s.Revert(o.dryRun)
+	if err != nil {
+		return err
+	}
+	prefix := ""
+	if o.dryRun {
+		prefix = "would have "
+	}
+	for _, d := range done {
+		logf(o.out, "%s%s", prefix, d)
+	}
+	if len(done) == 0 {
+		logf(o.out, "not patched; nothing to do")
+	}
+	return nil
+}
+
+// --- diff ---
+
+type diffOptions struct {
+	vllmFlags
+	out io.Writer
+}
+
+func newCmdDiff(out io.Writer, runF func(*diffOptions) error) *cobra.Command {
+	o := &diffOptions{out: out}
+	cmd := &cobra.Command{
+		Use:   "diff",
+		Short: "Print what apply would do, as a patch for git apply or patch -p1",
+		Long: `Print the changes apply would make as a unified diff. Paths are a/vllm/... and
+b/vllm/..., so the patch applies with "git apply" or "patch -p1" from the
+directory that holds vllm/ (site-packages). Prints nothing when the tree is
+already patched.`,
+		Example: `  vllm-timings diff --vllm-dir ./site-packages > timings.patch
+  cd ./site-packages && git apply ../timings.patch`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			s, err := openSession(o.options())
+			if err != nil {
+				return err
+			}
+			return s.Diff(o.out)
+		},
+	}
+	o.register(cmd)
+	return cmd
+}
+
+// --- patchsets ---
+
+type patchsetsOptions struct {
+	patchsets []string
+	print     string
+	out       io.Writer
+}
+
+func newCmdPatchsets(out io.Writer) *cobra.Command {
+	o := &patchsetsOptions{out: out}
+	cmd := &cobra.Command{
+		Use:   "patchsets",
+		Short: "List the patch sets and what each targets",
+		Example: `  vllm-timings patchsets
+  vllm-timings patchsets --print openai-packages > my-nightly.hcl   # a starting point for your own`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return patchsetsRun(o) },
+	}
+	cmd.Flags().StringArrayVar(&o.patchsets, "patchset", nil, "also list this patch set file; repeatable")
+	cmd.Flags().StringVar(&o.print, "print", "", "print the HCL source of the named patch set")
+	return cmd
+}
+
+func patchsetsRun(o *patchsetsOptions) error {
+	lib, err := patcher.LoadLibrary(o.patchsets)
+	if err != nil {
+		return err
+	}
+	if o.print != "" {
+		src, ok := lib.Source(o.print)
+		if !ok {
+			return usageErrorf("no patch set named %q; run vllm-timings patchsets to list them", o.print)
+		}
+		_, err := o.out.Write(src)
+		return err
+	}
+	for i, s := range lib.All() {
+		if i > 0 {
+			fmt.Fprintln(o.out)
+		}
+		origin := "embedded"
+		if !s.Embedded {
+			origin = s.Source
+		}
+		fmt.Fprintf(o.out, "%s (%s)\n", s.Name, origin)
+		if s.Description != "" {
+			fmt.Fprintf(o.out, "  %s\n", s.Description)
+		}
+		if len(s.Covers) > 0 {
+			fmt.Fprintf(o.out, "  covers: %s\n", strings.Join(s.Covers, ", "))
+		}
+		for _, f := range s.Files {
+			if f.Create != nil {
+				fmt.Fprintf(o.out, "  creates %s\n", f.Path)
+			} else {
+				fmt.Fprintf(o.out, "  edits   %s (%d insertions)\n", f.Path, len(f.Edits))
+			}
+		}
+	}
+	return nil
+}

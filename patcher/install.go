@@ -1,0 +1,152 @@
+package patcher
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Install is a vLLM package found on disk.
+type Install struct {
+	Dir     string // the vllm package directory
+	Root    string // its parent (site-packages); target paths are relative to it
+	Version string // from vllm/_version.py, or "unknown"
+	Via     string // how it was found, for the user
+}
+
+// FindOptions say where to look for vLLM. The zero value searches the
+// running system.
+type FindOptions struct {
+	Dir    string              // --vllm-dir; empty means search
+	Getenv func(string) string // defaults to os.Getenv
+	Root   string              // filesystem root for the well-known paths; "/" by default
+	Python string              // interpreter for the last resort; "python3" by default, "-" disables it
+}
+
+// wellKnown are globbed in order below Root; $VIRTUAL_ENV comes first.
+var wellKnown = []string{
+	"opt/venv/lib/python3*/site-packages",
+	"usr/local/lib/python3*/dist-packages",
+	"usr/local/lib/python3*/site-packages",
+	"usr/lib/python3*/dist-packages",
+	"usr/lib/python3*/site-packages",
+	"usr/lib64/python3*/site-packages",
+}
+
+// Find locates the vLLM package without importing it: the --vllm-dir flag,
+// then $VLLM_DIR, then $VIRTUAL_ENV and well-known install paths, and last
+// python3's importlib.util.find_spec("vllm"), which finds the package
+// without running it.
+func Find(o FindOptions) (*Install, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if o.Dir != "" {
+		return fromDir(o.Dir, "--vllm-dir")
+	}
+	if d := getenv("VLLM_DIR"); d != "" {
+		return fromDir(d, "$VLLM_DIR")
+	}
+	root := o.Root
+	if root == "" {
+		root = "/"
+	}
+	var tried []string
+	var patterns []string
+	if venv := getenv("VIRTUAL_ENV"); venv != "" {
+		patterns = append(patterns, filepath.Join(venv, "lib/python3*/site-packages"))
+	}
+	for _, p := range wellKnown {
+		patterns = append(patterns, filepath.Join(root, p))
+	}
+	for _, p := range patterns {
+		tried = append(tried, p)
+		dirs, _ := filepath.Glob(p)
+		sort.Sort(sort.Reverse(sort.StringSlice(dirs))) // newest Python first
+		for _, d := range dirs {
+			if isPackage(filepath.Join(d, "vllm")) {
+				return fromDir(filepath.Join(d, "vllm"), p)
+			}
+		}
+	}
+	py := o.Python
+	if py == "" {
+		py = "python3"
+	}
+	if py != "-" {
+		if d := findSpec(py); d != "" {
+			return fromDir(d, py+` importlib.util.find_spec("vllm")`)
+		}
+		tried = append(tried, py+` -c 'importlib.util.find_spec("vllm")'`)
+	}
+	return nil, errorf(KindNotFound, "vLLM not found. Looked in:\n  %s\nPass --vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
+		strings.Join(tried, "\n  "))
+}
+
+func isPackage(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "__init__.py"))
+	return err == nil
+}
+
+// fromDir accepts the vllm package directory itself or a directory that
+// holds it.
+func fromDir(dir, via string) (*Install, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, errorf(KindNotFound, "%s %s: %v", via, dir, err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return nil, errorf(KindNotFound, "%s %s: no such directory. Pass the vllm package directory (it holds __init__.py and entrypoints/) or the site-packages directory above it.", via, dir)
+	}
+	pkg := abs
+	if filepath.Base(abs) != "vllm" || !isPackage(abs) {
+		if isPackage(filepath.Join(abs, "vllm")) {
+			pkg = filepath.Join(abs, "vllm")
+		} else if filepath.Base(abs) != "vllm" {
+			return nil, errorf(KindNotFound, "%s %s: not a vllm package (no vllm/__init__.py inside, and the directory is not named vllm). Pass the vllm package directory or the site-packages directory above it.", via, dir)
+		}
+	}
+	return &Install{Dir: pkg, Root: filepath.Dir(pkg), Version: readVersion(pkg), Via: via}, nil
+}
+
+var versionRE = regexp.MustCompile(`(?m)^(?:__version__\s*=\s*)?(?:version\s*=\s*)?(?:__version__\s*=\s*)?['"]([^'"]+)['"]`)
+
+// readVersion reads the version string that vLLM's build writes into
+// vllm/_version.py; source trees have no such file.
+func readVersion(pkg string) string {
+	b, err := os.ReadFile(filepath.Join(pkg, "_version.py"))
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		t := strings.TrimSpace(line)
+		if !(strings.HasPrefix(t, "__version__") || strings.HasPrefix(t, "version")) || strings.HasPrefix(t, "version_tuple") || strings.HasPrefix(t, "__version_tuple__") {
+			continue
+		}
+		if m := versionRE.FindStringSubmatch(t); m != nil {
+			return m[1]
+		}
+	}
+	return "unknown"
+}
+
+// findSpec asks Python where vllm is, without importing it.
+func findSpec(python string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-c",
+		`import importlib.util as u; s = u.find_spec("vllm"); print(s.submodule_search_locations[0] if s and s.submodule_search_locations else "")`)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out.String())
+}

@@ -1,0 +1,13 @@
+// Package patchsets holds the patch sets and assets built into vllm-timings.
+//
+// Each *.hcl file here is parsed at start-up; builtin("name") in a patch set
+// reads an asset from this directory (llamacpp_timings.py is the module the
+// patch installs as vllm/_llamacpp_timings.py).
+package patchsets
+
+import "embed"
+
+// FS holds the embedded patch sets and their assets.
+//
+//go:embed *.hcl *.py
+var FS embed.FS

@@ -1,0 +1,264 @@
+package patcher
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/vllm-timings/vllm-timings/patcher/pysrc"
+	"github.com/vllm-timings/vllm-timings/patcher/spec"
+)
+
+// FileState is what status reports for one target file.
+type FileState string
+
+const (
+	Unpatched FileState = "unpatched" // no vllm-timings changes
+	Patched   FileState = "patched"   // exactly what the chosen patch set writes
+	Outdated  FileState = "outdated"  // vllm-timings changes, but not the current ones; apply updates them
+	Modified  FileState = "modified"  // changed in a way no patch set explains
+	Missing   FileState = "missing"   // the file does not exist
+)
+
+// FilePlan is the planned content of one file: data, no I/O.
+type FilePlan struct {
+	Path     string
+	Create   bool        // the patch set owns the whole file
+	Exists   bool        // the file exists now
+	Current  []byte      // its content now
+	Original []byte      // its content without vllm-timings changes
+	New      []byte      // its content once patched
+	Mode     fs.FileMode // permissions to keep
+	Edits    int         // insertions planned
+	State    FileState
+}
+
+// Changed reports whether applying the plan writes this file.
+func (f *FilePlan) Changed() bool { return !f.Exists || !bytes.Equal(f.Current, f.New) }
+
+// SetPlan is one patch set planned against a snapshot.
+type SetPlan struct {
+	Set        *spec.PatchSet
+	Files      []FilePlan
+	Failures   hcl.Diagnostics // why the set does not fit; empty if it does
+	Applicable bool            // every file it edits exists
+	Kind       Kind            // the kind of the first failure
+	Anchors    int             // anchors that matched
+}
+
+// Fits reports whether every edit of the set found its place.
+func (p *SetPlan) Fits() bool { return p.Applicable && len(p.Failures) == 0 }
+
+// Changes lists the files applying the set would write.
+func (p *SetPlan) Changes() []FilePlan {
+	var out []FilePlan
+	for _, f := range p.Files {
+		if f.Changed() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (p *SetPlan) fail(k Kind, d *hcl.Diagnostic) {
+	if len(p.Failures) == 0 {
+		p.Kind = k
+	}
+	p.Failures = append(p.Failures, d)
+}
+
+// planSet plans one patch set against a snapshot. It never touches the disk.
+func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
+	p := &SetPlan{Set: set, Applicable: true}
+	for _, f := range set.Files {
+		if f.Create == nil && !snap[f.Path].Exists {
+			p.Applicable = false
+		}
+	}
+	if !p.Applicable {
+		return p
+	}
+	for _, f := range set.Files {
+		st := snap[f.Path]
+		fp := FilePlan{Path: f.Path, Create: f.Create != nil, Exists: st.Exists, Current: st.Data, Mode: st.Mode}
+		if fp.Mode == 0 {
+			fp.Mode = 0o644
+		}
+		if f.Create != nil {
+			fp.New = []byte(withHeader(*f.Create))
+			switch {
+			case !st.Exists:
+				fp.State = Unpatched
+			case !owned(st.Data):
+				fp.State = Modified
+				rng := f.Range
+				p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "File exists and is not ours",
+					Detail:  fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, ownedHeader),
+					Subject: &rng})
+			case bytes.Equal(st.Data, fp.New):
+				fp.State = Patched
+				fp.Original = nil
+			default:
+				fp.State = Outdated
+			}
+			p.Files = append(p.Files, fp)
+			continue
+		}
+		orig, hadMarkers, err := strip(st.Data)
+		if err != nil {
+			fp.State = Modified
+			rng := f.Range
+			p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Broken vllm-timings markers",
+				Detail:  fmt.Sprintf("%s: %v. Something other than vllm-timings edited this file; reinstall vLLM (or restore the file) and run apply again.", f.Path, err),
+				Subject: &rng})
+			p.Files = append(p.Files, fp)
+			continue
+		}
+		fp.Original = orig
+		src := pysrc.Parse(orig)
+		var edits []Edit
+		for _, e := range f.Edits {
+			pt, err := src.Locate(e.Anchor)
+			if err != nil {
+				var nf *pysrc.NotFoundError
+				if e.Optional && errors.As(err, &nf) {
+					continue
+				}
+				p.fail(anchorFailure(set, f.Path, e, err))
+				continue
+			}
+			p.Anchors++
+			edits = append(edits, Edit{Start: pt.Offset, End: pt.Offset, New: insertion(set.Name+"/"+e.Name, pt.Indent, e.Code)})
+		}
+		fp.Edits = len(edits)
+		newData, err := ApplyEdits(orig, edits)
+		if err != nil {
+			panic(fmt.Sprintf("planning %s: %v", f.Path, err)) // Locate returns line starts within the file
+		}
+		fp.New = newData
+		switch {
+		case bytes.Equal(st.Data, newData):
+			fp.State = Patched
+		case hadMarkers:
+			fp.State = Outdated
+		default:
+			fp.State = Unpatched
+		}
+		p.Files = append(p.Files, fp)
+	}
+	return p
+}
+
+func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (Kind, *hcl.Diagnostic) {
+	rng := e.Range
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
+	var amb *pysrc.AmbiguousError
+	var nf *pysrc.NotFoundError
+	switch {
+	case errors.As(err, &amb):
+		d.Summary = "Anchor matches more than once"
+		d.Detail = fmt.Sprintf("Edit %q of patch set %q, in %s: %v.", e.Name, set.Name, path, err)
+		return KindAmbiguous, d
+	case errors.As(err, &nf):
+		d.Summary = "Anchor not found"
+		d.Detail = fmt.Sprintf("Edit %q of patch set %q wants to insert %s in %s, but there is %v. This vLLM differs from the one the patch set was written for: run \"vllm-timings patchsets\" to see what each set covers, or adapt the anchor and pass your patch set with --patchset.",
+			e.Name, set.Name, e.Anchor.Describe(), path, err)
+		return KindMissing, d
+	default:
+		d.Summary = "Anchor cannot be used"
+		d.Detail = fmt.Sprintf("Edit %q of patch set %q, in %s: %v.", e.Name, set.Name, path, err)
+		return KindMissing, d
+	}
+}
+
+// Selection is the outcome of choosing a patch set for a tree.
+type Selection struct {
+	Chosen     *SetPlan   // nil when no set fits
+	Why        string     // one line for the user
+	Candidates []*SetPlan // every set, in the order they were tried
+}
+
+// choose plans every set and picks the one to use: the user's sets first,
+// then the embedded ones; among sets that fit, identical results are fine
+// (the first is used) and different results are an error.
+func choose(lib *Library, snap snapshot) (*Selection, error) {
+	sel := &Selection{}
+	for _, group := range [][]*spec.PatchSet{lib.User, lib.Embedded} {
+		var fit []*SetPlan
+		for _, s := range group {
+			p := planSet(s, snap)
+			sel.Candidates = append(sel.Candidates, p)
+			if p.Fits() {
+				fit = append(fit, p)
+			}
+		}
+		if len(fit) == 0 {
+			continue
+		}
+		for _, other := range fit[1:] {
+			if !samePlan(fit[0], other) {
+				return sel, errorf(KindDisagree, "patch sets %q and %q both fit this vLLM but would write different files. Remove one of them (--patchset), or make one's anchors specific to the version it was written for.", fit[0].Set.Name, other.Set.Name)
+			}
+		}
+		sel.Chosen = fit[0]
+		src := "embedded"
+		if !fit[0].Set.Embedded {
+			src = fit[0].Set.Source
+		}
+		sel.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", fit[0].Set.Name, src, fit[0].Anchors)
+		if len(fit) > 1 {
+			sel.Why += fmt.Sprintf("; %d other sets fit with identical results", len(fit)-1)
+		}
+		return sel, nil
+	}
+	return sel, nil
+}
+
+func samePlan(a, b *SetPlan) bool {
+	if len(a.Files) != len(b.Files) {
+		return false
+	}
+	files := map[string][]byte{}
+	for _, f := range a.Files {
+		files[f.Path] = f.New
+	}
+	for _, f := range b.Files {
+		if n, ok := files[f.Path]; !ok || !bytes.Equal(n, f.New) {
+			return false
+		}
+	}
+	return true
+}
+
+// noFitError explains why no patch set fits, with the failures of the
+// closest applicable set (the one with the fewest failures).
+func noFitError(lib *Library, inst *Install, sel *Selection) *Error {
+	var best *SetPlan
+	for _, c := range sel.Candidates {
+		if c.Applicable && (best == nil || len(c.Failures) < len(best.Failures)) {
+			best = c
+		}
+	}
+	if best == nil {
+		var need []string
+		for _, c := range sel.Candidates {
+			var files []string
+			for _, f := range c.Set.Files {
+				if f.Create == nil {
+					files = append(files, f.Path)
+				}
+			}
+			need = append(need, fmt.Sprintf("  %s needs %s", c.Set.Name, strings.Join(files, ", ")))
+		}
+		return errorf(KindNotFound, "vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\").",
+			inst.Version, inst.Dir, strings.Join(need, "\n"))
+	}
+	msg := lib.Render(best.Failures)
+	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d of its edits). Nothing was changed.",
+		inst.Version, inst.Dir, best.Set.Name, len(best.Failures))
+	return &Error{Kind: best.Kind, Msg: msg}
+}

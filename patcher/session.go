@@ -1,0 +1,199 @@
+package patcher
+
+import (
+	"fmt"
+	"io"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+)
+
+// Options are what every command that touches vLLM shares.
+type Options struct {
+	Find      FindOptions
+	PatchSets []string // user patch set files, tried before the embedded ones
+}
+
+// Session is one look at an installed vLLM: where it is, which patch sets
+// exist, what its target files hold, and which set fits. Opening a session
+// reads files; everything after that is planning on that snapshot until
+// Apply or Revert writes.
+type Session struct {
+	Install *Install
+	Library *Library
+	Sel     *Selection
+	snap    snapshot
+}
+
+// Open finds vLLM, loads the patch sets, reads every file they target and
+// chooses the set that fits.
+func Open(o Options) (*Session, error) {
+	lib, err := LoadLibrary(o.PatchSets)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := Find(o.Find)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := readSnapshot(inst, lib.targets())
+	if err != nil {
+		return nil, err
+	}
+	sel, err := choose(lib, snap)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Install: inst, Library: lib, Sel: sel, snap: snap}, nil
+}
+
+// Plan returns the chosen set's plan, or an error that explains why no set
+// fits.
+func (s *Session) Plan() (*SetPlan, error) {
+	if s.Sel.Chosen == nil {
+		return nil, noFitError(s.Library, s.Install, s.Sel)
+	}
+	return s.Sel.Chosen, nil
+}
+
+// Apply writes the plan: all files or none. It returns one line per file
+// written; none when the tree is already patched.
+func (s *Session) Apply() ([]string, error) {
+	p, err := s.Plan()
+	if err != nil {
+		return nil, err
+	}
+	var changes []change
+	for _, f := range p.Changes() {
+		changes = append(changes, change{Rel: f.Path, Old: f.Current, New: f.New, Mode: f.Mode, Exists: f.Exists})
+	}
+	if err := commit(s.Install.Root, changes); err != nil {
+		return nil, err
+	}
+	return describe(changes, false), nil
+}
+
+func describe(changes []change, reverting bool) []string {
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = describeChange(c, reverting)
+	}
+	return out
+}
+
+// revertChanges plans the removal of every vllm-timings change in every
+// file any known patch set targets, whether or not a set fits now.
+func (s *Session) revertChanges() ([]change, error) {
+	var changes []change
+	for _, rel := range s.Library.targets() {
+		st := s.snap[rel]
+		if !st.Exists {
+			continue
+		}
+		if owned(st.Data) {
+			changes = append(changes, change{Rel: rel, Old: st.Data, Exists: true, Mode: st.Mode})
+			continue
+		}
+		orig, had, err := strip(st.Data)
+		if err != nil {
+			return nil, errorf(KindModified, "%s: %v. Something other than vllm-timings edited this file, so revert will not guess; reinstall vLLM or restore the file. Nothing was changed.", rel, err)
+		}
+		if had {
+			changes = append(changes, change{Rel: rel, Old: st.Data, New: orig, Exists: true, Mode: st.Mode})
+		}
+	}
+	return changes, nil
+}
+
+// Revert restores the original files and removes the created ones.
+func (s *Session) Revert(dryRun bool) ([]string, error) {
+	changes, err := s.revertChanges()
+	if err != nil || dryRun {
+		return describe(changes, true), err
+	}
+	if err := commit(s.Install.Root, changes); err != nil {
+		return nil, err
+	}
+	return describe(changes, true), nil
+}
+
+// Diff writes what Apply would do as a unified diff with a/ and b/ paths
+// relative to the directory above vllm/, for git apply or patch -p1.
+func (s *Session) Diff(w io.Writer) error {
+	p, err := s.Plan()
+	if err != nil {
+		return err
+	}
+	for _, f := range p.Changes() {
+		old, oldLabel := string(f.Current), "a/"+f.Path
+		if !f.Exists {
+			old, oldLabel = "", "/dev/null"
+		}
+		fmt.Fprintf(w, "diff --git a/%s b/%s\n", f.Path, f.Path)
+		if !f.Exists {
+			fmt.Fprintf(w, "new file mode 100644\n")
+		}
+		io.WriteString(w, udiff.Unified(oldLabel, "b/"+f.Path, old, string(f.New)))
+	}
+	return nil
+}
+
+// FileStatus is one row of Status.
+type FileStatus struct {
+	Path  string    `json:"path"`
+	State FileState `json:"state"`
+	Edits int       `json:"edits,omitempty"`
+}
+
+// StatusReport is what status prints.
+type StatusReport struct {
+	VLLMDir  string       `json:"vllm_dir"`
+	Version  string       `json:"version"`
+	Via      string       `json:"found_via"`
+	PatchSet string       `json:"patchset,omitempty"`
+	Why      string       `json:"why"`
+	State    FileState    `json:"state"`
+	Files    []FileStatus `json:"files"`
+	Problems string       `json:"problems,omitempty"`
+}
+
+// Status reports, per target file, whether it is unpatched, patched,
+// outdated or modified.
+func (s *Session) Status() *StatusReport {
+	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via}
+	p, err := s.Plan()
+	if err != nil {
+		r.Why = "no patch set fits"
+		r.State = Modified
+		r.Problems = err.Error()
+		// Still say what is there: marked files are ours, the rest unknown.
+		for _, rel := range s.Library.targets() {
+			st := s.snap[rel]
+			fs := FileStatus{Path: rel, State: Missing}
+			if st.Exists {
+				fs.State = Unpatched
+				if _, had, err := strip(st.Data); err != nil || had || owned(st.Data) {
+					fs.State = Modified
+				}
+			}
+			r.Files = append(r.Files, fs)
+		}
+		return r
+	}
+	r.PatchSet, r.Why = p.Set.Name, s.Sel.Why
+	counts := map[FileState]int{}
+	for _, f := range p.Files {
+		r.Files = append(r.Files, FileStatus{Path: f.Path, State: f.State, Edits: f.Edits})
+		counts[f.State]++
+	}
+	switch {
+	case counts[Modified] > 0:
+		r.State = Modified
+	case counts[Patched] == len(p.Files):
+		r.State = Patched
+	case counts[Unpatched] == len(p.Files):
+		r.State = Unpatched
+	default:
+		r.State = Outdated // partly patched or patched by another version
+	}
+	return r
+}

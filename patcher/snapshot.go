@@ -1,0 +1,78 @@
+package patcher
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// fileState is what the planner knows of one target file.
+type fileState struct {
+	Exists bool
+	Data   []byte
+	Mode   fs.FileMode
+}
+
+// snapshot is the content of every target file, read once. Planning works
+// on a snapshot only, so it is pure and can be tested without a disk.
+type snapshot map[string]fileState
+
+// readSnapshot reads the given paths (relative to inst.Root). A path that
+// resolves, through a symlink, to a place outside the vllm package is
+// refused: the patcher only ever writes inside the package.
+func readSnapshot(inst *Install, rels []string) (snapshot, error) {
+	pkgReal, err := filepath.EvalSymlinks(inst.Dir)
+	if err != nil {
+		return nil, errorf(KindNotFound, "%s: %v", inst.Dir, err)
+	}
+	snap := snapshot{}
+	for _, rel := range rels {
+		abs := filepath.Join(inst.Root, filepath.FromSlash(rel))
+		if err := checkInside(pkgReal, inst.Dir, abs, rel); err != nil {
+			return nil, err
+		}
+		st, err := os.Stat(abs)
+		if errors.Is(err, fs.ErrNotExist) {
+			snap[rel] = fileState{}
+			continue
+		}
+		if err != nil {
+			return nil, errorf(KindFS, "%s: %v", rel, err)
+		}
+		if !st.Mode().IsRegular() {
+			return nil, errorf(KindModified, "%s is not a regular file; remove it or fix the installation.", rel)
+		}
+		b, err := os.ReadFile(abs)
+		if err != nil {
+			return nil, errorf(KindFS, "cannot read %s: %v", rel, err)
+		}
+		snap[rel] = fileState{Exists: true, Data: b, Mode: st.Mode().Perm()}
+	}
+	return snap, nil
+}
+
+// checkInside resolves the deepest existing ancestor of abs (abs itself if
+// it exists) and refuses it if that leads outside the package.
+func checkInside(pkgReal, pkg, abs, rel string) error {
+	p := abs
+	for {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p || len(parent) < len(pkg) {
+			return nil
+		}
+		p = parent
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return errorf(KindFS, "%s: %v", rel, err)
+	}
+	if real != pkgReal && !strings.HasPrefix(real, pkgReal+string(filepath.Separator)) {
+		return errorf(KindFS, "refusing %s: it is a symlink that leads to %s, outside the vllm package %s. vllm-timings writes only inside the package; replace the link with a regular file.", rel, real, pkgReal)
+	}
+	return nil
+}

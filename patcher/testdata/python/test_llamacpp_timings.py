@@ -1,0 +1,237 @@
+"""Unit tests of the module vllm-timings installs as vllm/_llamacpp_timings.py.
+
+Run by patcher's Go tests (TestPythonTimingsModule) as
+    python3 -m unittest discover -s patcher/testdata/python
+with LLAMACPP_TIMINGS pointing at patcher/patchsets/llamacpp_timings.py.
+"""
+
+import importlib.util
+import json
+import math
+import os
+import unittest
+from types import SimpleNamespace
+
+_spec = importlib.util.spec_from_file_location(
+    "_llamacpp_timings", os.environ["LLAMACPP_TIMINGS"]
+)
+lt = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lt)
+
+ORDER = [
+    "prompt_n",
+    "prompt_ms",
+    "prompt_per_token_ms",
+    "prompt_per_second",
+    "predicted_n",
+    "predicted_ms",
+    "predicted_per_token_ms",
+    "predicted_per_second",
+    "cache_n",
+]
+
+
+def stats(scheduled=100.0, first=100.5, last=102.5):
+    """A RequestStateStats look-alike with only the fields the module reads."""
+    return SimpleNamespace(scheduled_ts=scheduled, first_token_ts=first, last_token_ts=last)
+
+
+def finite_and_serializable(testcase, t):
+    json.dumps(t, allow_nan=False)
+    for k, v in t.items():
+        testcase.assertTrue(math.isfinite(v), k)
+        testcase.assertGreaterEqual(v, 0, k)
+
+
+class BuildTimings(unittest.TestCase):
+    def test_single_request(self):
+        t = lt.build_timings(stats(), 100, 0, 40)
+        self.assertEqual(list(t), ORDER)
+        self.assertEqual(t["prompt_n"], 100)
+        self.assertAlmostEqual(t["prompt_ms"], 500.0)
+        self.assertAlmostEqual(t["prompt_per_token_ms"], 5.0)
+        self.assertAlmostEqual(t["prompt_per_second"], 200.0)
+        self.assertEqual(t["predicted_n"], 40)
+        self.assertAlmostEqual(t["predicted_ms"], 2000.0)
+        self.assertAlmostEqual(t["predicted_per_token_ms"], 50.0)
+        self.assertAlmostEqual(t["predicted_per_second"], 20.0)
+        self.assertEqual(t["cache_n"], 0)
+        self.assertIsInstance(t["prompt_n"], int)
+        self.assertIsInstance(t["prompt_ms"], float)
+        finite_and_serializable(self, t)
+
+    def test_cache_split(self):
+        t = lt.build_timings(stats(), 100, 64, 10)
+        self.assertEqual(t["prompt_n"], 36)
+        self.assertEqual(t["cache_n"], 64)
+        self.assertEqual(t["prompt_n"] + t["cache_n"], 100)
+        self.assertAlmostEqual(t["prompt_per_second"], 36 * 1000 / 500.0)
+
+    def test_cache_unknown_is_zero(self):
+        t = lt.build_timings(stats(), 100, None, 10)
+        self.assertEqual(t["cache_n"], 0)
+        self.assertEqual(t["prompt_n"], 100)
+
+    def test_cache_larger_than_prompt_is_clamped(self):
+        t = lt.build_timings(stats(), 10, 50, 3)
+        self.assertEqual((t["prompt_n"], t["cache_n"]), (0, 10))
+        self.assertEqual(t["prompt_per_second"], 0.0)
+        self.assertEqual(t["prompt_per_token_ms"], 0.0)
+
+    def test_multi_request_spans_earliest_to_latest(self):
+        a = stats(scheduled=10.0, first=10.2, last=11.0)
+        b = stats(scheduled=10.1, first=10.4, last=12.0)
+        t = lt.build_timings([a, b], 30, 5, 20)
+        self.assertAlmostEqual(t["prompt_ms"], (10.4 - 10.0) * 1000)
+        self.assertAlmostEqual(t["predicted_ms"], (12.0 - 10.2) * 1000)
+        self.assertEqual(t["prompt_n"], 25)
+        self.assertEqual(t["predicted_n"], 20)
+
+    def test_multi_request_ignores_missing_entries(self):
+        t = lt.build_timings([None, stats()], 10, 0, 2)
+        self.assertAlmostEqual(t["prompt_ms"], 500.0)
+
+    def test_missing_stats(self):
+        self.assertIsNone(lt.build_timings(None, 10, 0, 5))
+        self.assertIsNone(lt.build_timings([], 10, 0, 5))
+        self.assertIsNone(lt.build_timings([None, None], 10, 0, 5))
+
+    def test_zero_tokens_generated(self):
+        self.assertIsNone(lt.build_timings(stats(), 10, 0, 0))
+        self.assertIsNone(lt.build_timings(stats(), 10, 0, None))
+
+    def test_one_token_generated(self):
+        t = lt.build_timings(stats(first=100.5, last=100.5), 10, 0, 1)
+        self.assertEqual(t["predicted_n"], 1)
+        self.assertEqual(t["predicted_ms"], 0.0)
+        self.assertEqual(t["predicted_per_second"], 0.0)
+        self.assertEqual(t["predicted_per_token_ms"], 0.0)
+        finite_and_serializable(self, t)
+
+    def test_odd_values_never_raise_or_nan(self):
+        odd = [
+            SimpleNamespace(),
+            SimpleNamespace(scheduled_ts=None, first_token_ts=None, last_token_ts=None),
+            stats(scheduled=0.0, first=0.0, last=0.0),
+            stats(scheduled=float("nan"), first=float("inf"), last=-1.0),
+            stats(scheduled=5.0, first=4.0, last=3.0),  # clock went backwards
+            stats(scheduled="x", first=True, last=[1]),
+            object(),
+        ]
+        for s in odd:
+            for prompt, cached, predicted in [(10, 0, 5), (None, None, 5), (-3, -1, 5), (10, 2, 1)]:
+                t = lt.build_timings(s, prompt, cached, predicted)
+                self.assertIsNotNone(t)
+                finite_and_serializable(self, t)
+
+    def test_bad_counts(self):
+        self.assertIsNone(lt.build_timings(stats(), 10, 0, -2))
+        self.assertIsNone(lt.build_timings(stats(), 10, 0, True))
+        self.assertIsNone(lt.build_timings(stats(), 10, 0, 2.5))
+
+    def test_stats_object_that_raises(self):
+        class Boom:
+            def __getattr__(self, name):
+                raise RuntimeError(name)
+
+        self.assertIsNone(lt.build_timings(Boom(), 10, 0, 5))
+
+
+class Attach(unittest.TestCase):
+    def response(self, prompt=12, completion=4):
+        return SimpleNamespace(usage=SimpleNamespace(prompt_tokens=prompt, completion_tokens=completion))
+
+    def test_counts_come_from_usage(self):
+        r = self.response()
+        lt.attach(r, stats(), 2)
+        self.assertEqual(r.timings["prompt_n"] + r.timings["cache_n"], r.usage.prompt_tokens)
+        self.assertEqual(r.timings["predicted_n"], r.usage.completion_tokens)
+
+    def test_no_stats_leaves_response_untouched(self):
+        r = self.response()
+        lt.attach(r, None, 0)
+        self.assertFalse(hasattr(r, "timings"))
+
+    def test_response_that_refuses_the_attribute(self):
+        class Frozen:
+            usage = SimpleNamespace(prompt_tokens=1, completion_tokens=1)
+
+            def __setattr__(self, name, value):
+                raise ValueError("frozen")
+
+        lt.attach(Frozen(), stats(), 0)  # must not raise
+
+    def test_batch_sums_cached_tokens(self):
+        outs = [
+            SimpleNamespace(metrics=stats(10.0, 10.1, 10.5), num_cached_tokens=4),
+            SimpleNamespace(metrics=stats(10.0, 10.3, 11.0), num_cached_tokens=None),
+            SimpleNamespace(metrics=stats(10.0, 10.2, 10.4), num_cached_tokens=6),
+        ]
+        r = self.response(prompt=30, completion=9)
+        lt.attach_batch(r, outs)
+        self.assertEqual(r.timings["cache_n"], 10)
+        self.assertEqual(r.timings["prompt_n"], 20)
+        self.assertAlmostEqual(r.timings["predicted_ms"], 900.0)
+
+
+def out(request_id, metrics, cached, finishes):
+    return SimpleNamespace(
+        request_id=request_id,
+        metrics=metrics,
+        num_cached_tokens=cached,
+        outputs=[SimpleNamespace(index=i, finish_reason=f) for i, f in finishes],
+    )
+
+
+class Tracker(unittest.TestCase):
+    def test_stream_of_one_request(self):
+        s = stats()
+        tr = lt.StreamTracker()
+        tr.observe(out("r", s, 3, [(0, None)]))
+        self.assertFalse(tr.finished(1))
+        tr.observe(out("r", s, 3, [(0, "stop")]))
+        self.assertTrue(tr.finished(1))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 10, 5)
+        self.assertEqual(chunk.timings["cache_n"], 3)
+        self.assertEqual(chunk.timings["prompt_n"], 7)
+
+    def test_n_children_share_cache_count_and_merge_spans(self):
+        a, b = stats(1.0, 1.5, 2.0), stats(1.0, 1.6, 3.0)
+        tr = lt.StreamTracker()
+        tr.observe(out("r", a, 4, [(0, None)]))
+        tr.observe(out("r", b, 8, [(1, None)]))
+        tr.observe(out("r", a, 4, [(0, "stop")]))
+        self.assertFalse(tr.finished(2))
+        tr.observe(out("r", b, 8, [(1, "length")]))
+        self.assertTrue(tr.finished(2))
+        chunk = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=6))
+        tr.attach(chunk)
+        self.assertEqual(chunk.timings["cache_n"], 4)
+        self.assertAlmostEqual(chunk.timings["predicted_ms"], 1500.0)
+
+    def test_multi_prompt_sums_cache_per_request(self):
+        tr = lt.StreamTracker()
+        tr.observe(out("r-0", stats(), 2, [(0, "stop")]))
+        tr.observe(out("r-1", stats(), 5, [(0, "stop")]))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 20, 2)
+        self.assertEqual(chunk.timings["cache_n"], 7)
+
+    def test_without_stats_no_timings(self):
+        tr = lt.StreamTracker()
+        tr.observe(out("r", None, 0, [(0, "stop")]))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 10, 5)
+        self.assertFalse(hasattr(chunk, "timings"))
+
+    def test_observe_odd_objects(self):
+        tr = lt.StreamTracker()
+        tr.observe(None)
+        tr.observe(object())
+        tr.observe(SimpleNamespace(outputs=None))
+        self.assertFalse(tr.finished(1))
+
+
+if __name__ == "__main__":
+    unittest.main()
