@@ -165,8 +165,8 @@ func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (Kin
 		return KindAmbiguous, d
 	case errors.As(err, &nf):
 		d.Summary = "Anchor not found"
-		d.Detail = fmt.Sprintf("Edit %q of patch set %q wants to insert %s in %s, but there is %v. This vLLM differs from the one the patch set was written for: run \"vllm-timings patchsets\" to see what each set covers, or adapt the anchor and pass your patch set with --patchset.",
-			e.Name, set.Name, e.Anchor.Describe(), path, err)
+		d.Detail = fmt.Sprintf("Edit %q of patch set %q: in %s there is %v. This vLLM differs from the one the patch set was written for: run \"vllm-timings patchsets\" to see what each set covers, or adapt the anchor and pass your patch set with --patchset.",
+			e.Name, set.Name, path, err)
 		return KindMissing, d
 	default:
 		d.Summary = "Anchor cannot be used"
@@ -258,7 +258,7 @@ func noFitError(lib *Library, inst *Install, sel *Selection) *Error {
 			inst.Version, inst.Dir, strings.Join(need, "\n"))
 	}
 	msg := lib.Render(best.Failures)
-	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d of its edits). Nothing was changed.",
+	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d problems). Nothing was changed.",
 		inst.Version, inst.Dir, best.Set.Name, len(best.Failures))
 	return &Error{Kind: best.Kind, Msg: msg}
 }

@@ -1,0 +1,168 @@
+package patcher
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestFailuresChangeNothing covers every way apply can refuse: each gives
+// its own kind (exit code), a message that names the problem, and an
+// unchanged tree.
+func TestFailuresChangeNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, site string)
+		kind  Kind
+		msg   []string // substrings the message must contain
+	}{
+		{
+			name: "missing anchor",
+			setup: func(t *testing.T, site string) {
+				replaceIn(t, filepath.Join(site, chatServing), "final_usage_chunk = ChatCompletionStreamResponse(", "final_chunk = ChatCompletionStreamResponse(")
+			},
+			kind: KindMissing,
+			msg:  []string{"Anchor not found", chatServing, `"final_usage_chunk = ChatCompletionStreamResponse("`, "nearest is line 94: final_chunk", "on embedded:openai-packages.hcl line 48", "--patchset"},
+		},
+		{
+			name: "doubled anchor",
+			setup: func(t *testing.T, site string) {
+				replaceIn(t, filepath.Join(site, chatServing), "        return response\n", "        response = ChatCompletionResponse(**response.model_dump())\n        return response\n")
+			},
+			kind: KindAmbiguous,
+			msg:  []string{"Anchor matches more than once", chatServing, "matches 2 statements", "full-response"},
+		},
+		{
+			name: "unknown layout",
+			setup: func(t *testing.T, site string) {
+				if err := os.RemoveAll(filepath.Join(site, "vllm", "entrypoints")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			kind: KindNotFound,
+			msg:  []string{"layout no patch set knows", "openai-packages needs " + chatServing},
+		},
+		{
+			name: "broken markers",
+			setup: func(t *testing.T, site string) {
+				if _, err := open(t, site).Apply(); err != nil {
+					t.Fatal(err)
+				}
+				replaceIn(t, filepath.Join(site, cmplServing), "# <<< vllm-timings openai-packages/import\n", "")
+			},
+			kind: KindModified,
+			msg:  []string{"Broken vllm-timings markers", cmplServing, "line 35 opens a vllm-timings block inside the one opened at line 9"},
+		},
+		{
+			name: "foreign module file",
+			setup: func(t *testing.T, site string) {
+				writeFile(t, filepath.Join(site, module), "# someone else's\n")
+			},
+			kind: KindModified,
+			msg:  []string{"not written by vllm-timings", module},
+		},
+		{
+			name: "symlink out of the package",
+			setup: func(t *testing.T, site string) {
+				outside := filepath.Join(t.TempDir(), "serving.py")
+				writeFile(t, outside, readFile(t, filepath.Join(site, chatServing)))
+				p := filepath.Join(site, chatServing)
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(outside, p); err != nil {
+					t.Fatal(err)
+				}
+			},
+			kind: KindFS,
+			msg:  []string{"refusing " + chatServing, "outside the vllm package"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			site := fixture(t, "openai-packages")
+			tt.setup(t, site)
+			before := hash(t, site)
+			var err error
+			s, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}})
+			if err == nil {
+				_, err = s.Apply()
+			}
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("apply: got %v, want a *patcher.Error", err)
+			}
+			if pe.Kind != tt.kind {
+				t.Errorf("kind %d, want %d; message:\n%s", pe.Kind, tt.kind, pe.Msg)
+			}
+			for _, m := range tt.msg {
+				if !strings.Contains(pe.Msg, m) {
+					t.Errorf("message lacks %q:\n%s", m, pe.Msg)
+				}
+			}
+			if after := hash(t, site); after != before {
+				t.Errorf("tree changed: %s -> %s", before, after)
+			}
+		})
+	}
+}
+
+// TestReadOnlyTree runs the real binary as an unprivileged user on a tree it
+// may read but not write: the error names the file, says what to do, exits
+// 7, and nothing changes. (Root ignores file modes, so the test drops to
+// uid 65534; it needs root to do that.)
+func TestReadOnlyTree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the binary as another user")
+	}
+	goBin := requireTool(t, "go")
+	dir, err := os.MkdirTemp("", "vllm-timings-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "vllm-timings")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "../cmd/vllm-timings").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	site := filepath.Join(dir, "site")
+	if err := os.Mkdir(site, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unpackInto(site); err != nil {
+		t.Fatal(err)
+	}
+	before := hash(t, site)
+	for _, onFailure := range []string{"abort", "warn"} {
+		cmd := exec.Command(bin, "apply", "--vllm-dir", filepath.Join(site, "vllm"), "--on-failure", onFailure)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{"abort": int(KindFS), "warn": 0}[onFailure]
+		if code != want {
+			t.Errorf("--on-failure %s: exit %d, want %d\n%s", onFailure, code, want, out)
+		}
+		for _, m := range []string{"cannot write vllm/", "permission denied", "read-only here", "Nothing was changed"} {
+			if !strings.Contains(string(out), m) {
+				t.Errorf("--on-failure %s: output lacks %q:\n%s", onFailure, m, out)
+			}
+		}
+		if after := hash(t, site); after != before {
+			t.Fatalf("tree changed: %s -> %s", before, after)
+		}
+	}
+}

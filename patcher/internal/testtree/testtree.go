@@ -1,0 +1,83 @@
+// Package testtree unpacks the fixture vLLM trees kept as txtar archives in
+// patcher/testdata/trees, and hashes trees so tests can show that a failed
+// run changed nothing.
+package testtree
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// Dir is patcher/testdata/trees in the source tree.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "trees")
+}
+
+// Unpack writes the named fixture (without .txtar) into dir.
+func Unpack(name, dir string) error {
+	a, err := txtar.ParseFile(filepath.Join(Dir(), name+".txtar"))
+	if err != nil {
+		return err
+	}
+	for _, f := range a.Files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Hash digests every regular file's path, mode and content below dir,
+// ignoring __pycache__ directories.
+func Hash(dir string) (string, error) {
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "__pycache__" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		h.Write([]byte(rel + "\x00" + st.Mode().String() + "\x00"))
+		if st.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return "", err
+			}
+			h.Write(b)
+		} else if st.Mode()&fs.ModeSymlink != 0 {
+			l, _ := os.Readlink(p)
+			h.Write([]byte(l))
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
