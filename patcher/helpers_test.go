@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vllm-timings/vllm-timings/patcher/internal/testtree"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")

@@ -115,11 +115,11 @@ func applyDo(o *applyOptions) error {
 	if o.dryRun {
 		changes := p.Changes()
 		for _, f := range changes {
-			verb := "patch"
-			if !f.Exists {
-				verb = "create"
+			if f.Exists {
+				logf(o.out, "would patch %s (%d insertions)", f.Path, f.Edits)
+			} else {
+				logf(o.out, "would create %s", f.Path)
 			}
-			logf(o.out, "would %s %s (%d insertions)", verb, f.Path, f.Edits)
 		}
 		if len(changes) == 0 {
 			logf(o.out, "already patched; nothing to do")

@@ -18,7 +18,7 @@ import (
 // Dir is patcher/testdata/trees in the source tree.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "trees")
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "trees")
 }
 
 // Unpack writes the named fixture (without .txtar) into dir.
