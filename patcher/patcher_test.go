@@ -25,7 +25,7 @@ const (
 func TestPythonTimingsModule(t *testing.T) {
 	py := requireTool(t, "python3")
 	cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", filepath.Join("testdata", "python"), "-p", "test_*.py")
-	cmd.Env = append(os.Environ(), "LLAMACPP_TIMINGS="+filepath.Join("patchsets", "llamacpp_timings.py"))
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "LLAMACPP_TIMINGS="+filepath.Join("patchsets", "llamacpp_timings.py"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python unit tests failed: %v\n%s", err, out)
