@@ -26,9 +26,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	// Subcommands, one constructor per file. Keep one per line: branches
 	// that add commands then merge without conflicts.
 	root.AddCommand(
-	// patcher commands
-	// nixgen commands
-	// verify commands
+		// patcher commands
+		// nixgen commands
+		// verify commands
+		newCmdVerify(),
 	)
 	return root
 }
