@@ -2,11 +2,16 @@ package main
 
 import (
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vllm-timings/vllm-timings/patcher/verify"
 )
+
+// verifyClock, if set, is the clock verify measures wall times with. Only the
+// end-to-end tests set it, so their tables are the same on every run.
+var verifyClock func() time.Time
 
 func newCmdVerify() *cobra.Command {
 	var o verify.Options
@@ -37,6 +42,7 @@ failure (401/403), 24 timeout, 25 body not JSON, 26 connection broke mid-respons
 				o.APIKey = os.Getenv("VLLM_API_KEY")
 			}
 			o.Stdout = cmd.OutOrStdout()
+			o.Now = verifyClock
 			return verify.Run(cmd.Context(), o)
 		},
 	}

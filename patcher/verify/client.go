@@ -27,6 +27,9 @@ func NormalizeURL(raw string) (string, error) {
 	if raw == "" {
 		return "", errors.New("--url is required, e.g. --url http://127.0.0.1:8000")
 	}
+	if !strings.Contains(raw, "://") {
+		return "", fmt.Errorf("--url %q: want an http:// or https:// URL, e.g. http://%s", raw, strings.TrimLeft(raw, "/"))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("--url %q: %v", raw, err)
