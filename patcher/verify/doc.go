@@ -93,7 +93,8 @@
 //
 // These stop the run at once, since the checks cannot mean anything
 // without answers; each has its own exit code (see the Exit* constants):
-// server unreachable 21, HTTP error 22, 401/403 23, timeout (per request,
+// server unreachable 21, HTTP error 22 (also an "error" event inside a
+// stream, vLLM's way of failing after the 200 status), 401/403 23, timeout (per request,
 // --timeout) 24, a body or data: line that is not JSON 25, a connection
 // that broke mid-response 26, no model listed 27. Every answer received but
 // failing a check gives 20.

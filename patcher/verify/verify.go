@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -129,6 +130,9 @@ type Report struct {
 // returns nil only if every check passed; otherwise an *Error whose ExitCode
 // says what went wrong.
 func Run(ctx context.Context, o Options) error {
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
 	rep, err := Collect(ctx, o)
 	if rep != nil {
 		if o.JSON {
@@ -253,12 +257,20 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 		if err != nil {
 			return nil, errorf(ExitNotJSON, err, "%s (stream): %v", what, err)
 		}
+		// vLLM reports an error that happens mid-stream as an event with
+		// an "error" object after the 200 status.
+		for _, ev := range st.events {
+			if e, ok := ev.obj["error"]; ok && e != nil {
+				b, _ := json.Marshal(map[string]any{"error": cleanMarkers(e)})
+				return nil, errorf(ExitHTTP, nil, "%s (stream): the server sent an error event%s", what, excerpt(b))
+			}
+		}
 		if !st.done {
 			res.Notes = append(res.Notes, Finding{NoteNoDone, "the stream ended without data: [DONE]"})
 		}
 		switch {
 		case st.timingsLine < 0:
-			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, fmt.Sprintf("no data: line of the stream (%d events) carries timings", len(st.events))})
+			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, fmt.Sprintf("no data: line of the stream (%d events) carries timings%s", len(st.events), missingHint)})
 		case st.swapLine != st.timingsLine:
 			res.Failures = append(res.Failures, Finding{CheckLlamaSwapLine, fmt.Sprintf("timings are on event %d but event %d, later, carries usage without timings: llama-swap reads only the last event with usage or timings, so it would show no speeds",
 				st.timingsLine+1, st.swapLine+1)})
@@ -288,7 +300,7 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 			in.timings = obj["timings"]
 			in.nonStandard = nonStandard
 		} else {
-			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, "the response has no timings"})
+			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, "the response has no timings" + missingHint})
 		}
 		if u, ok := obj["usage"]; ok && u != nil {
 			pu, bad := parseUsage(u)
@@ -313,6 +325,9 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 	}
 	return res, nil
 }
+
+// missingHint names the usual causes of absent timings.
+const missingHint = " (not patched, or vLLM runs with --disable-log-stats, which leaves the patch no per-request stats)"
 
 // noteRepeat says when a repeated prompt shows no cached tokens. It is a note,
 // not a failure: prefix caching may be off.

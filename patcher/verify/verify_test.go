@@ -164,6 +164,7 @@ func TestScenarios(t *testing.T) {
 		{"no-completions", verify.ExitHTTP, nil, nil},
 		{"not-json", verify.ExitNotJSON, nil, nil},
 		{"stream-not-json", verify.ExitNotJSON, nil, nil},
+		{"stream-error-event", verify.ExitHTTP, nil, nil},
 		{"broken-stream", verify.ExitBroken, nil, nil},
 		{"broken-body", verify.ExitBroken, nil, nil},
 		{"hang-up", verify.ExitBroken, nil, nil},

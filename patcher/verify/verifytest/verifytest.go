@@ -168,6 +168,15 @@ var scenarios = map[string]scenario{
 			fmt.Fprint(w, "data: {\"choices\": [\n\ndata: [DONE]\n\n")
 			return true
 		}},
+	"stream-error-event": {doc: "streams answer 200, then an error event (vLLM's way of failing mid-stream)",
+		handler: func(w http.ResponseWriter, _ *http.Request, req *request) bool {
+			if !req.Stream {
+				return false
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"error\": {\"message\": \"out of KV cache\", \"type\": \"InternalServerError\", \"code\": 500}}\n\ndata: [DONE]\n\n")
+			return true
+		}},
 	"broken-stream": {doc: "streams break off after two events",
 		handler: func(w http.ResponseWriter, _ *http.Request, req *request) bool {
 			if !req.Stream {
@@ -319,10 +328,11 @@ func (req *request) tokens(chat bool) []string {
 }
 
 // prefill looks the prompt up in the prefix cache and remembers it.
-func (s *server) prefill(toks []string) (cached int) {
+func (s *server) prefill(toks []string) (cached, call int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
+	call = s.calls
 	for _, old := range s.seen {
 		n := 0
 		for n < len(old) && n < len(toks) && old[n] == toks[n] {
@@ -331,14 +341,14 @@ func (s *server) prefill(toks []string) (cached int) {
 		cached = max(cached, n)
 	}
 	if s.sc.fullCacheHit && cached == len(toks) {
-		return cached
+		return cached, call
 	}
 	cached -= cached % 16
 	if cached == len(toks) { // vLLM always computes the last prompt token
 		cached -= 16
 	}
 	s.seen = append(s.seen, slices.Clone(toks))
-	return max(cached, 0)
+	return max(cached, 0), call
 }
 
 func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
@@ -348,7 +358,8 @@ func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
 		n = 16
 	}
 	c := &counts{promptTokens: len(toks), predictedN: n}
-	c.cacheN = s.prefill(toks)
+	var call int
+	c.cacheN, call = s.prefill(toks)
 	c.promptN = c.promptTokens - c.cacheN
 	c.promptMS = 0.01 * float64(c.promptN)
 	c.predictedMS = 0.02 * float64(c.predictedN)
@@ -382,7 +393,7 @@ func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
 	if s.sc.noTimings == "all" || (s.sc.noTimings == "stream" && req.Stream) {
 		timings = nil
 	}
-	id := fmt.Sprintf("cmpl-%d", s.calls)
+	id := fmt.Sprintf("cmpl-%d", call)
 	text := strings.Repeat("blue ", n)
 	if !req.Stream {
 		resp := &object{}
