@@ -20,8 +20,10 @@ var updateVerifyScripts = flag.Bool("update-verify-scripts", false,
 
 // TestScriptsVerify runs testdata/script/verify/*.txtar: the command's output
 // and exit codes end to end. Each script starts fake servers with
-// "fakeserver" and runs the command in-process with "vllm-timings";
-// "exitcode" checks the exit code of the last run. When a cmp fails after an
+// "fakeserver" and runs the command in-process with "vllm-timings-inproc";
+// "exitcode" checks the exit code of the last run. The in-process command
+// cannot be called "vllm-timings": a program registered with testscript.Main
+// (main_test.go registers that name) takes precedence over Params.Cmds. When a cmp fails after an
 // intended change, regenerate with:
 //
 //	go test ./cmd/vllm-timings -run TestScriptsVerify -update-verify-scripts
@@ -35,7 +37,7 @@ func TestScriptsVerify(t *testing.T) {
 		Dir:           "testdata/script/verify",
 		UpdateScripts: *updateVerifyScripts,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"vllm-timings": cmdVllmTimings,
+			"vllm-timings-inproc": cmdVllmTimings,
 			"fakeserver":   cmdFakeServer,
 			"exitcode":     cmdExitCode,
 		},
@@ -47,7 +49,7 @@ func TestScriptsVerify(t *testing.T) {
 // environment.
 var inProcess sync.Mutex
 
-// vllm-timings ARGS... runs the command line in-process and records its exit
+// vllm-timings-inproc ARGS... runs the command line in-process and records its exit
 // code for exitcode. Every request it makes takes exactly 100 ms on its
 // clock, so the tables in the scripts are reproducible.
 func cmdVllmTimings(ts *testscript.TestScript, neg bool, args []string) {
@@ -80,7 +82,7 @@ func cmdVllmTimings(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// exitcode N checks that the last vllm-timings exited with N.
+// exitcode N checks that the last vllm-timings-inproc exited with N.
 func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 || neg {
 		ts.Fatalf("usage: exitcode N")
