@@ -38,8 +38,8 @@ func TestScriptsVerify(t *testing.T) {
 		UpdateScripts: *updateVerifyScripts,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"vllm-timings-inproc": cmdVllmTimings,
-			"fakeserver":   cmdFakeServer,
-			"exitcode":     cmdExitCode,
+			"fakeserver":          cmdFakeServer,
+			"exitcode":            cmdExitCode,
 		},
 	})
 }
