@@ -32,8 +32,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCmdRevert(stdout, nil),
 		newCmdDiff(stdout, nil),
 		newCmdPatchsets(stdout),
-	// nixgen commands
-	// verify commands
+		// nixgen commands
+		// verify commands
+		newCmdVerify(),
 	)
 	return root
 }

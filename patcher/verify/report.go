@@ -1,0 +1,162 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// column is one column of the table.
+type column struct {
+	head  string
+	left  bool
+	value func(r *Result) string
+}
+
+var columns = []column{
+	{"REQUEST", true, func(r *Result) string { return r.Name }},
+	{"PROMPT_N", false, field("prompt_n", 0)},
+	{"CACHE_N", false, field("cache_n", 0)},
+	{"PROMPT_MS", false, field("prompt_ms", 2)},
+	{"PROMPT_T/S", false, field("prompt_per_second", 2)},
+	{"PREDICTED_N", false, field("predicted_n", 0)},
+	{"PREDICTED_MS", false, field("predicted_ms", 2)},
+	{"PREDICTED_T/S", false, field("predicted_per_second", 2)},
+	{"USAGE P/C", false, usageCell},
+	{"WALL_MS", false, func(r *Result) string { return strconv.FormatFloat(r.WallMS, 'f', 1, 64) }},
+	{"RESULT", true, func(r *Result) string {
+		if r.Passed() {
+			return "pass"
+		}
+		return "FAIL"
+	}},
+}
+
+// field shows one timings field: "-" if absent, a number that failed its
+// checks (negative, float count) as sent, NaN/Infinity as such, "?" for any
+// other type.
+func field(name string, decimals int) func(r *Result) string {
+	return func(r *Result) string {
+		if v, ok := r.parsed.get(name); ok {
+			return strconv.FormatFloat(v, 'f', decimals, 64)
+		}
+		obj, _ := r.Timings.(map[string]any)
+		raw, present := obj[name]
+		switch x := raw.(type) {
+		case json.Number: // failed a check: show it as sent
+			if len(x) > 14 {
+				return string(x[:13]) + "…"
+			}
+			return string(x)
+		case string:
+			if x == "NaN" || x == "Infinity" || x == "-Infinity" {
+				return x
+			}
+		}
+		if !present {
+			return "-"
+		}
+		return "?"
+	}
+}
+
+func usageCell(r *Result) string {
+	if r.Usage == nil {
+		return "-"
+	}
+	part := func(p *int64) string {
+		if p == nil {
+			return "?"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	return part(r.Usage.PromptTokens) + "/" + part(r.Usage.CompletionTokens)
+}
+
+// writeTable prints one row per request, then the failures and notes, then
+// a summary line.
+func writeTable(w io.Writer, rep *Report) {
+	fmt.Fprintf(w, "server %s, model %s\n\n", rep.URL, rep.Model)
+	rows := [][]string{}
+	head := make([]string, len(columns))
+	for i, c := range columns {
+		head[i] = c.head
+	}
+	rows = append(rows, head)
+	for _, r := range rep.Results {
+		row := make([]string, len(columns))
+		for i, c := range columns {
+			row[i] = c.value(r)
+		}
+		rows = append(rows, row)
+	}
+	width := make([]int, len(columns))
+	for _, row := range rows {
+		for i, cell := range row {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	for _, row := range rows {
+		var b strings.Builder
+		for i, cell := range row {
+			pad := strings.Repeat(" ", width[i]-len([]rune(cell)))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if columns[i].left {
+				b.WriteString(cell)
+				if i < len(row)-1 {
+					b.WriteString(pad)
+				}
+			} else {
+				b.WriteString(pad + cell)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+
+	var lines []string
+	for _, r := range rep.Results {
+		for _, f := range r.Failures {
+			lines = append(lines, fmt.Sprintf("FAIL %s: %s", r.Name, f))
+		}
+	}
+	for _, r := range rep.Results {
+		for _, f := range r.Notes {
+			lines = append(lines, fmt.Sprintf("note %s: %s", r.Name, f))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
+	fmt.Fprintln(w)
+	failed := 0
+	for _, r := range rep.Results {
+		if !r.Passed() {
+			failed++
+		}
+	}
+	switch {
+	case rep.Error != "" && rep.ExitCode != ExitChecksFailed:
+		fmt.Fprintf(w, "STOPPED after %d of %d requests\n", len(rep.Results), len(plan("")))
+	case failed == 0:
+		fmt.Fprintf(w, "PASS: all %d responses carry correct timings\n", len(rep.Results))
+	default:
+		fmt.Fprintf(w, "FAIL: %d of %d responses have wrong or missing timings\n", failed, len(rep.Results))
+	}
+}
+
+// writeJSON prints the report as one indented JSON object.
+func writeJSON(w io.Writer, rep *Report) error {
+	if rep.Results == nil {
+		rep.Results = []*Result{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}

@@ -1,0 +1,442 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout bounds each request. It is long because the first request
+// through llama-swap may start the model, and vLLM can take minutes to load.
+const DefaultTimeout = 5 * time.Minute
+
+// maxTokens is what each request asks the model to generate: enough for
+// predicted_ms and the rates to mean something, few enough to be quick.
+const maxTokens = 16
+
+// Options are the inputs of one verify run.
+type Options struct {
+	URL     string        // server base URL; see NormalizeURL
+	Model   string        // "" means the first id that /v1/models lists
+	APIKey  string        // sent as a bearer token if set
+	JSON    bool          // print a JSON report instead of the table
+	Timeout time.Duration // per request; 0 means DefaultTimeout
+
+	Stdout io.Writer
+
+	// Nonce starts every prompt, so the first request of a run is new to the
+	// server's prefix cache and the repeat shows what the cache did. ""
+	// picks a random one; tests set it to get the same requests each time.
+	Nonce string
+	// Now reads the clock that wall times are measured with; nil is
+	// time.Now. Tests use a fake clock so the table is reproducible.
+	Now func() time.Time
+	// HTTPClient sends the requests; nil is a client with default settings.
+	HTTPClient *http.Client
+}
+
+// Request is one of the requests verify sends.
+type Request struct {
+	Name         string `json:"name"`
+	Path         string `json:"path"`
+	Chat         bool   `json:"-"`
+	Stream       bool   `json:"stream"`
+	IncludeUsage bool   `json:"include_usage"`
+	// Repeats names the earlier request whose prompt this one sends again.
+	Repeats string `json:"repeats,omitempty"`
+	system  string
+	user    string
+}
+
+// Result is what verify found for one request.
+type Result struct {
+	Request
+	WallMS   float64   `json:"wall_ms"`
+	Timings  any       `json:"timings"`         // as sent, NaN and Infinity as strings
+	Usage    *Usage    `json:"usage,omitempty"` // nil if the response carried none
+	Failures []Finding `json:"failures"`
+	Notes    []Finding `json:"notes"`
+
+	parsed Timings
+}
+
+// Passed reports whether every check passed.
+func (r *Result) Passed() bool { return len(r.Failures) == 0 }
+
+// context is a paragraph long enough to fill several KV-cache blocks (vLLM
+// caches prefixes in blocks of 16 tokens), so a repeated prompt can show
+// cached tokens.
+const contextText = `You are checking a language model server. Timings matter: the
+prompt is processed first, then tokens are generated one by one. A prefix cache keeps the
+keys and values of prompts it has seen, so a prompt that starts the same way as an earlier
+one is processed faster, and the cached tokens are reported apart from the evaluated ones.
+Answer briefly and plainly, in one short sentence, without lists or headings.`
+
+// plan is the list of requests, in the order they are sent.
+func plan(nonce string) []Request {
+	system := "Run " + nonce + ". " + contextText
+	return []Request{
+		{Name: "chat", Path: "/v1/chat/completions", Chat: true, system: system, user: "Name a colour of the sky."},
+		{Name: "chat repeat", Path: "/v1/chat/completions", Chat: true, Repeats: "chat", system: system, user: "Name a colour of the sky."},
+		{Name: "chat stream+usage", Path: "/v1/chat/completions", Chat: true, Stream: true, IncludeUsage: true, system: system, user: "Name a fruit."},
+		{Name: "chat stream", Path: "/v1/chat/completions", Chat: true, Stream: true, system: system, user: "Name a tree."},
+		{Name: "completion", Path: "/v1/completions", system: system, user: "A colour of the sea is"},
+		{Name: "completion stream+usage", Path: "/v1/completions", Stream: true, IncludeUsage: true, system: system, user: "A kind of bird is"},
+	}
+}
+
+func (rq Request) payload(model string) map[string]any {
+	p := map[string]any{
+		"model":       model,
+		"max_tokens":  maxTokens,
+		"temperature": 0,
+		"stream":      rq.Stream,
+	}
+	if rq.Chat {
+		p["messages"] = []map[string]string{
+			{"role": "system", "content": rq.system},
+			{"role": "user", "content": rq.user},
+		}
+	} else {
+		p["prompt"] = rq.system + "\n\n" + rq.user
+	}
+	// vLLM rejects stream_options on a request that does not stream.
+	if rq.Stream && rq.IncludeUsage {
+		p["stream_options"] = map[string]any{"include_usage": true}
+	}
+	return p
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	URL     string    `json:"url"`
+	Model   string    `json:"model"`
+	Results []*Result `json:"results"`
+	Passed  bool      `json:"passed"`
+	// Error and ExitCode are set when the run stopped before all requests
+	// were answered.
+	Error    string `json:"error,omitempty"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// Run sends the requests, checks every answer and prints the report. It
+// returns nil only if every check passed; otherwise an *Error whose ExitCode
+// says what went wrong.
+func Run(ctx context.Context, o Options) error {
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	rep, err := Collect(ctx, o)
+	if rep != nil {
+		if o.JSON {
+			if werr := writeJSON(o.Stdout, rep); werr != nil {
+				return werr
+			}
+		} else if len(rep.Results) > 0 {
+			writeTable(o.Stdout, rep)
+		}
+	}
+	return err
+}
+
+// Collect sends the requests and checks the answers without printing. The
+// report holds the results so far even when it returns an error.
+func Collect(ctx context.Context, o Options) (*Report, error) {
+	base, err := NormalizeURL(o.URL)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{base: base, apiKey: o.APIKey, timeout: o.Timeout, http: o.HTTPClient, now: o.Now}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	nonce := o.Nonce
+	if nonce == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		nonce = hex.EncodeToString(b[:])
+	}
+
+	rep := &Report{URL: base, Model: o.Model}
+	fail := func(err error) (*Report, error) {
+		rep.Error = err.Error()
+		if e, ok := err.(*Error); ok {
+			rep.ExitCode = e.Code
+		} else {
+			rep.ExitCode = 1
+		}
+		return rep, err
+	}
+	if rep.Model == "" {
+		m, err := firstModel(ctx, c)
+		if err != nil {
+			return fail(err)
+		}
+		rep.Model = m
+	}
+
+	byName := map[string]*Result{}
+	for _, rq := range plan(nonce) {
+		res, err := send(ctx, c, rq, rep.Model)
+		if err != nil {
+			return fail(err)
+		}
+		if rq.Repeats != "" {
+			noteRepeat(res, byName[rq.Repeats])
+		}
+		byName[rq.Name] = res
+		rep.Results = append(rep.Results, res)
+	}
+	failed := 0
+	for _, r := range rep.Results {
+		if !r.Passed() {
+			failed++
+		}
+	}
+	rep.Passed = failed == 0
+	if failed > 0 {
+		return fail(errorf(ExitChecksFailed, nil, "%d of %d responses failed the timings checks", failed, len(rep.Results)))
+	}
+	return rep, nil
+}
+
+// firstModel asks /v1/models for the first model id.
+func firstModel(ctx context.Context, c *client) (string, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/models", nil)
+	if err != nil {
+		return "", err
+	}
+	v, _, err := decodeJSON(resp.body)
+	if err != nil {
+		return "", errorf(ExitNotJSON, err, "GET /v1/models: the body is not JSON: %v%s", err, bodyStart(resp.body))
+	}
+	obj, _ := v.(map[string]any)
+	data, ok := obj["data"].([]any)
+	if !ok {
+		return "", errorf(ExitNotJSON, nil, "GET /v1/models: no \"data\" list in the answer; pass --model")
+	}
+	for _, m := range data {
+		if mo, ok := m.(map[string]any); ok {
+			if id, ok := mo["id"].(string); ok && id != "" {
+				return id, nil
+			}
+		}
+	}
+	return "", errorf(ExitNoModel, nil, "GET /v1/models lists no model; pass --model")
+}
+
+// send sends one request and checks its answer.
+func send(ctx context.Context, c *client, rq Request, model string) (*Result, error) {
+	what := "POST " + rq.Path
+	resp, err := c.do(ctx, http.MethodPost, rq.Path, rq.payload(model))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Request: rq, WallMS: resp.wallMS, Failures: []Finding{}, Notes: []Finding{}}
+	var in checkInput
+	in.wallMS = resp.wallMS
+	present := false // a timings key was found, maybe null
+	if rq.Stream {
+		if ct := resp.header.Get("Content-Type"); !strings.Contains(ct, "text/event-stream") {
+			res.Failures = append(res.Failures, Finding{CheckContentType, fmt.Sprintf("the stream's Content-Type is %q: llama-swap reads timings from a stream only when it is text/event-stream", ct)})
+		}
+		st, err := parseStream(resp.body)
+		if err != nil {
+			return nil, errorf(ExitNotJSON, err, "%s (stream): %v", what, err)
+		}
+		// vLLM reports an error that happens mid-stream as an event with
+		// an "error" object after the 200 status.
+		for _, ev := range st.events {
+			if e, ok := ev.obj["error"]; ok && e != nil {
+				b, _ := json.Marshal(map[string]any{"error": cleanMarkers(e)})
+				return nil, errorf(ExitHTTP, nil, "%s (stream): the server sent an error event%s", what, excerpt(b))
+			}
+		}
+		if !st.done {
+			res.Notes = append(res.Notes, Finding{NoteNoDone, "the stream ended without data: [DONE]"})
+		}
+		switch {
+		case st.timingsLine < 0:
+			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, fmt.Sprintf("no data: line of the stream (%d events) carries timings%s", len(st.events), missingHint)})
+		case st.swapLine != st.timingsLine:
+			res.Failures = append(res.Failures, Finding{CheckLlamaSwapLine, fmt.Sprintf("timings are on event %d but event %d, later, carries usage without timings: llama-swap reads only the last event with usage or timings, so it would show no speeds",
+				st.timingsLine+1, st.swapLine+1)})
+		}
+		if st.timingsLine >= 0 {
+			ev := st.events[st.timingsLine]
+			present = true
+			in.timings = ev.obj["timings"]
+			in.nonStandard = ev.nonStandard
+		}
+		if st.usageLine >= 0 {
+			u, bad := parseUsage(st.events[st.usageLine].obj["usage"])
+			res.Usage = u
+			res.Failures = append(res.Failures, bad...)
+		}
+	} else {
+		v, nonStandard, err := decodeJSON(resp.body)
+		if err != nil {
+			return nil, errorf(ExitNotJSON, err, "%s: the body is not JSON: %v%s", what, err, bodyStart(resp.body))
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, errorf(ExitNotJSON, nil, "%s: the body is %s, not an OpenAI response object", what, describe(v))
+		}
+		if _, ok := obj["timings"]; ok {
+			present = true
+			in.timings = obj["timings"]
+			in.nonStandard = nonStandard
+		} else {
+			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, "the response has no timings" + missingHint})
+		}
+		if u, ok := obj["usage"]; ok && u != nil {
+			pu, bad := parseUsage(u)
+			res.Usage = pu
+			res.Failures = append(res.Failures, bad...)
+		}
+	}
+	// A stream without include_usage carries no usage by design.
+	if res.Usage == nil && (!rq.Stream || rq.IncludeUsage) {
+		msg := "the response carries no usage, so the counts could not be compared"
+		if rq.IncludeUsage {
+			msg = "the request asked for stream_options.include_usage but no event carried usage, so the counts could not be compared"
+		}
+		res.Notes = append(res.Notes, Finding{NoteNoUsage, msg})
+	}
+	if present {
+		in.usage = res.Usage
+		var fails []Finding
+		res.parsed, fails = checkTimings(in)
+		res.Failures = append(res.Failures, fails...)
+		res.Timings = cleanMarkers(in.timings)
+	}
+	return res, nil
+}
+
+// missingHint names the usual causes of absent timings.
+const missingHint = " (not patched, or vLLM runs with --disable-log-stats, which leaves the patch no per-request stats)"
+
+// noteRepeat says when a repeated prompt shows no cached tokens. It is a note,
+// not a failure: prefix caching may be off.
+func noteRepeat(res, first *Result) {
+	if res == nil || first == nil {
+		return
+	}
+	if cn, ok := res.parsed.get("cache_n"); ok && cn == 0 {
+		res.Notes = append(res.Notes, Finding{NoteNoCacheHit, fmt.Sprintf("cache_n is 0 although this request repeats %q: the server's prefix cache is off or did not keep the prompt", res.Repeats)})
+	}
+}
+
+// bodyStart quotes the start of a body that should have been JSON.
+func bodyStart(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return " (the body is empty)"
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return fmt.Sprintf(" (it starts %q)", s)
+}
+
+// event is one decoded SSE data: line.
+type event struct {
+	obj         map[string]any
+	nonStandard bool
+}
+
+// stream is a parsed SSE body.
+type stream struct {
+	events      []event
+	done        bool
+	timingsLine int // last event with a timings key, -1 if none
+	usageLine   int // last event with a non-null usage, -1 if none
+	swapLine    int // last event with a usage or timings key: what llama-swap reads
+}
+
+// parseStream reads an SSE body the way llama-swap does: every line that
+// starts with "data:" after trimming space is an event; other lines (event:,
+// id:, comments) are ignored.
+func parseStream(body []byte) (*stream, error) {
+	st := &stream{timingsLine: -1, usageLine: -1, swapLine: -1}
+	for i, line := range bytes.Split(body, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue
+		}
+		data = bytes.TrimSpace(data)
+		if len(data) == 0 {
+			continue
+		}
+		if string(data) == "[DONE]" {
+			st.done = true
+			continue
+		}
+		v, nonStandard, err := decodeJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("line %d is not JSON: %v (%.80q)", i+1, err, data)
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("line %d is %s, not an object", i+1, describe(v))
+		}
+		n := len(st.events)
+		st.events = append(st.events, event{obj, nonStandard})
+		_, hasT := obj["timings"]
+		u, hasU := obj["usage"]
+		if hasT {
+			st.timingsLine = n
+		}
+		if hasU && u != nil {
+			st.usageLine = n
+		}
+		if hasT || hasU {
+			st.swapLine = n
+		}
+	}
+	if len(st.events) == 0 {
+		return nil, fmt.Errorf("no data: line in the body%s", bodyStart(body))
+	}
+	return st, nil
+}
+
+// cleanMarkers turns NaN/Infinity markers back into readable strings for the
+// JSON report.
+func cleanMarkers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cleanMarkers(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cleanMarkers(e)
+		}
+		return out
+	case string:
+		if isMarker(x) {
+			return markerName(x)
+		}
+	}
+	return v
+}
