@@ -77,7 +77,11 @@ func commit(root string, changes []change) error {
 			err = os.Rename(s.tmp, s.abs)
 		}
 		if err != nil {
-			rollback := rollBack(st[:i], func(x staged) change { return x.change }, func(x staged) string { return x.abs })
+			done := make([]change, i)
+			for k := range done {
+				done[k] = st[k].change
+			}
+			rollback := rollBack(root, done)
 			cleanup()
 			return errorf(KindFS, "writing %s failed: %v; %s", s.Rel, err, rollback)
 		}
@@ -90,15 +94,15 @@ func commit(root string, changes []change) error {
 }
 
 // rollBack restores files already replaced, best effort, and says how it went.
-func rollBack[T any](done []T, ch func(T) change, abs func(T) string) string {
+func rollBack(root string, done []change) string {
 	var failed []string
-	for _, d := range done {
-		c := ch(d)
+	for _, c := range done {
+		abs := filepath.Join(root, filepath.FromSlash(c.Rel))
 		var err error
 		if !c.Exists {
-			err = os.Remove(abs(d))
+			err = os.Remove(abs)
 		} else {
-			err = os.WriteFile(abs(d), c.Old, c.Mode)
+			err = os.WriteFile(abs, c.Old, c.Mode)
 		}
 		if err != nil {
 			failed = append(failed, c.Rel)
