@@ -283,3 +283,14 @@ func checkTimings(t *testing.T, name string, tm map[string]any, usage any) {
 		}
 	}
 }
+
+// BenchmarkOpenFixture measures a whole planning pass (find, load the
+// embedded sets, read, plan, choose) on the fixture tree.
+func BenchmarkOpenFixture(b *testing.B) {
+	site := fixture(b, "openai-packages")
+	for b.Loop() {
+		if _, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -175,3 +175,13 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParse parses a file about the size of vLLM's chat serving.py
+// (sample repeated to ~1800 lines).
+func BenchmarkParse(b *testing.B) {
+	src := []byte(strings.Repeat(sample, 60))
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		Parse(src)
+	}
+}
