@@ -11,9 +11,9 @@
 //
 //  1. Nix. The generated file is a Nix expression: "..." strings escaped like
 //     nixpkgs' lib.strings.escapeNixString, and the multi-line cmd as an
-//     indented string, where "''" is written "'''" and "${" is written
-//     "''${" (nixString, nixIndented). Evaluated, it gives the exact strings
-//     of the JSON output.
+//     indented string, where two single quotes are escaped as three and
+//     "${" as two single quotes and "${" (nixString, nixIndented).
+//     Evaluated, it gives the exact strings of the JSON output.
 //  2. llama-swap. It pastes macro values (${MODEL_ID}, ${PORT}, declared
 //     macros) into cmd as plain text and refuses any other ${NAME}; it
 //     replaces ${env.NAME} from its environment; it drops lines starting

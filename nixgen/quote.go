@@ -95,11 +95,12 @@ var nixStringEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "\n"
 
 // nixIndented writes multi-line s as a Nix indented string whose lines start
 // with indent, and reports false when s cannot be written that way. In an
-// indented string "”" is written "”'" and "${" is written "”${". A "'"
-// right before such an escape, or at the very end, would merge with it into
-// "”'", so those strings are left to nixString, and so are strings that
-// the indentation rules would change: with tabs or carriage returns, a
-// leading newline or a line of spaces only.
+// indented string, two single quotes are escaped as three, and "${" as two
+// single quotes and "${". A single quote right before such an escape, or at
+// the very end, would merge with it into an escape of its own, so those
+// strings are left to nixString, and so are strings that the indentation
+// rules would change: with tabs or carriage returns, a leading newline or a
+// line of spaces only.
 func nixIndented(s, indent string) (string, bool) {
 	if strings.Contains(s, "'${") || strings.HasSuffix(s, "'") || strings.ContainsAny(s, "\t\r") ||
 		strings.HasPrefix(s, "\n") || blankLine.MatchString(s) {
