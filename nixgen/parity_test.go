@@ -255,3 +255,17 @@ func TestFragmentsNixParity(t *testing.T) {
 		})
 	}
 }
+
+// An "ascii" variant passes every printable ASCII character, alone and
+// between letters, and bash's keywords, as serve and docker arguments: the
+// quoting port in fragments.nix must decide like syntax.Quote for each.
+func init() {
+	var args []string
+	for c := rune(0x20); c < 0x7f; c++ {
+		args = append(args, string(c), "a"+string(c)+"b")
+	}
+	args = append(args, "!", "[[", "]]", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for",
+		"function", "if", "in", "select", "then", "time", "until", "while", "{", "}")
+	parityVariants = append(parityVariants, variant{opts: Options{Binary: "/b"},
+		model: ModelOptions{Name: "ascii", Image: "img", ServeArgs: args, ExtraDockerArgs: args}})
+}
