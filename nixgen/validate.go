@@ -21,7 +21,9 @@ func checkText(input, s string) error {
 		case r == '\n':
 			return errorf(ExitUnprintable, input, s, "contains a newline",
 				"llama-swap reads cmd line by line, so a newline cannot be passed through it; remove it or choose another name.")
-		case !unicode.IsPrint(r):
+		case !unicode.IsPrint(r) || r == utf8.RuneError:
+			// U+FFFD too: syntax.Quote refuses it, and after llama-swap's
+			// splitter it cannot be told from an invalid byte.
 			return errorf(ExitUnprintable, input, s, fmt.Sprintf("contains the non-printable character U+%04X at byte %d", r, i),
 				"It could only be written with bash's $'...' quoting, which llama-swap's command splitter does not understand; remove it or choose another name.")
 		}
