@@ -26,8 +26,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	// Subcommands, one constructor per file. Keep one per line: branches
 	// that add commands then merge without conflicts.
 	root.AddCommand(
-	// patcher commands
-	// nixgen commands
+		// patcher commands
+		// nixgen commands
+		newCmdNix(nil, nil),
 	// verify commands
 	)
 	return root
