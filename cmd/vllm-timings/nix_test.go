@@ -103,3 +103,37 @@ func shellWords(t *testing.T, line string) []string {
 	}
 	return argv
 }
+
+// TestReadmeNix runs each command shown in the README's nixgen section and
+// requires the output shown under it.
+func TestReadmeNix(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "<!-- section: nixgen -->\n")
+	if !ok {
+		t.Fatal("README.md has no nixgen section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	blocks := strings.Split(section, "```console\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("the nixgen section shows no command")
+	}
+	for _, block := range blocks {
+		block, _, _ = strings.Cut(block, "```\n")
+		line, want, _ := strings.Cut(block, "\n")
+		cmdline, ok := strings.CutPrefix(line, "$ ")
+		if !ok {
+			t.Fatalf("console block starts with %q, not with a $ command", line)
+		}
+		argv := shellWords(t, cmdline)
+		var stdout, stderr bytes.Buffer
+		if code := run(argv[1:], &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmdline, code, stderr.Bytes())
+		}
+		if diff := cmp.Diff(want, stdout.String()); diff != "" {
+			t.Errorf("README shows other output for %s (-readme +actual):\n%s", cmdline, diff)
+		}
+	}
+}
