@@ -125,4 +125,3 @@ func indentedIndex(s string, i int) int {
 	}
 	panic(fmt.Sprint("no indented expression ", i))
 }
-

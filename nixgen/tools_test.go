@@ -9,6 +9,27 @@ import (
 	"testing"
 )
 
+// nixState keeps nix-instantiate's state out of the user's and CI's
+// directories; TestMain creates and removes it.
+var nixState string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nixgen-nix-state-")
+	if err != nil {
+		panic(err)
+	}
+	nixState = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// nixEnv is the environment for nix-instantiate: no user state, no
+// configuration, no NIX_PATH.
+func nixEnv() []string {
+	return append(os.Environ(), "NIX_STATE_DIR="+nixState, "NIX_CONF_DIR="+nixState, "NIX_PATH=")
+}
+
 // needTool returns the path of an external tool the test runs. Outside CI a
 // missing tool skips the test; with CI=true it fails it, so that CI never
 // passes without running nix-instantiate and bash.
@@ -29,9 +50,7 @@ func nixInstantiate(t testing.TB, args ...string) []byte {
 	t.Helper()
 	bin := needTool(t, "nix-instantiate")
 	cmd := exec.Command(bin, args...)
-	// Keep Nix away from the user's state and the network.
-	state := t.TempDir()
-	cmd.Env = append(os.Environ(), "NIX_STATE_DIR="+state, "NIX_CONF_DIR="+state, "NIX_PATH=")
+	cmd.Env = nixEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
