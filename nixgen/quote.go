@@ -99,11 +99,11 @@ var nixStringEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "\n"
 // single quotes and "${". A single quote right before such an escape, or at
 // the very end, would merge with it into an escape of its own, so those
 // strings are left to nixString, and so are strings that the indentation
-// rules would change: with tabs or carriage returns, a leading newline or a
-// line of spaces only.
+// rules would change: with tabs or carriage returns, a leading newline, a
+// line of spaces only, or leading spaces on every line.
 func nixIndented(s, indent string) (string, bool) {
 	if strings.Contains(s, "'${") || strings.HasSuffix(s, "'") || strings.ContainsAny(s, "\t\r") ||
-		strings.HasPrefix(s, "\n") || blankLine.MatchString(s) {
+		strings.HasPrefix(s, "\n") || blankLine.MatchString(s) || !unindentedLine.MatchString(s) {
 		return "", false
 	}
 	body, trailingNewline := strings.CutSuffix(s, "\n")
@@ -127,6 +127,10 @@ func nixIndented(s, indent string) (string, bool) {
 // blankLine finds a line of spaces only, which the indentation rules treat
 // as empty.
 var blankLine = regexp.MustCompile(`(?m)^ +$`)
+
+// unindentedLine finds a line that starts with no space. Without one, Nix
+// would take the content's own leading spaces for indentation and strip them.
+var unindentedLine = regexp.MustCompile(`(?m)^[^ \n]`)
 
 var nixIndentedEscaper = strings.NewReplacer("''", "'''", "${", "''${")
 
