@@ -99,8 +99,12 @@ func NewFragments(o Options) (Fragments, error) {
 	o = o.withDefaults()
 	var f Fragments
 	var words []string
-	for _, m := range o.Mounts() {
-		q, err := shQuote("--binary", m.Host+":"+m.Container+":ro")
+	for i, m := range o.Mounts() {
+		input := "--binary"
+		if i > 0 {
+			input = "--patchset"
+		}
+		q, err := shQuote(input, m.Host+":"+m.Container+":ro")
 		if err != nil {
 			return Fragments{}, err
 		}
@@ -110,7 +114,7 @@ func NewFragments(o Options) (Fragments, error) {
 
 	words = words[:0]
 	for _, a := range append([]string{o.Mount}, o.ApplyArgs()...) {
-		q, err := shQuote("--mount", a)
+		q, err := shQuote("--mount", a) // validated above; a refusal here is a backstop
 		if err != nil {
 			return Fragments{}, err
 		}
