@@ -113,10 +113,10 @@ that llama-swap replaces ${MODEL_ID}, ${PORT} and the declared macros.`,
 			mopts.Model.Name = args[0]
 			mopts.Model.ServeArgs = args[1:]
 			var err error
-			if mopts.Model.Env, err = keyValues("--env", mopts.Env); err != nil {
+			if mopts.Model.Env, err = nixKeyValues("--env", mopts.Env); err != nil {
 				return err
 			}
-			if mopts.Model.Macros, err = keyValues("--macro", mopts.Macros); err != nil {
+			if mopts.Model.Macros, err = nixKeyValues("--macro", mopts.Macros); err != nil {
 				return err
 			}
 			return modelRun(mopts)
@@ -133,8 +133,8 @@ that llama-swap replaces ${MODEL_ID}, ${PORT} and the declared macros.`,
 	return cmd
 }
 
-// keyValues parses repeated NAME=VALUE flags.
-func keyValues(flag string, list []string) (map[string]string, error) {
+// nixKeyValues parses repeated NAME=VALUE flags.
+func nixKeyValues(flag string, list []string) (map[string]string, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}

@@ -110,16 +110,16 @@ func TestCLIMatchesFragmentsNix(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range sets {
-		if diff := cmp.Diff(decode(t, wantFrags[i]), decode(t, string(got[i].Fragments))); diff != "" {
+		if diff := cmp.Diff(nixDecodeJSON(t, wantFrags[i]), nixDecodeJSON(t, string(got[i].Fragments))); diff != "" {
 			t.Errorf("set %d: nix fragments --format json vs fragments.nix (-cli +nix):\n%s", i, diff)
 		}
-		if diff := cmp.Diff(decode(t, wantModels[i]), decode(t, string(got[i].Model))); diff != "" {
+		if diff := cmp.Diff(nixDecodeJSON(t, wantModels[i]), nixDecodeJSON(t, string(got[i].Model))); diff != "" {
 			t.Errorf("set %d: nix model --format json vs mkModel (-cli +nix):\n%s", i, diff)
 		}
 	}
 }
 
-func decode(t *testing.T, s string) map[string]any {
+func nixDecodeJSON(t *testing.T, s string) map[string]any {
 	t.Helper()
 	var v map[string]any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {

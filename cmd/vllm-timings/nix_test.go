@@ -46,9 +46,9 @@ func TestNixFlags(t *testing.T) {
 	}
 }
 
-// TestRegenerateCommand runs the command named in each golden Nix file's
+// TestNixRegenerateCommand runs the command named in each golden Nix file's
 // header: it must print the file again, byte for byte.
-func TestRegenerateCommand(t *testing.T) {
+func TestNixRegenerateCommand(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "nixgen", "testdata", "golden", "*.nix"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden Nix files: %v", err)
@@ -67,7 +67,7 @@ func TestRegenerateCommand(t *testing.T) {
 			if !ok {
 				t.Fatalf("second line %q names no command", lines[1])
 			}
-			argv := shellWords(t, line)
+			argv := nixShellWords(t, line)
 			if argv[0] != "vllm-timings" {
 				t.Fatalf("command %q does not run vllm-timings", line)
 			}
@@ -82,8 +82,8 @@ func TestRegenerateCommand(t *testing.T) {
 	}
 }
 
-// shellWords splits a command line as bash would, with mvdan.cc/sh.
-func shellWords(t *testing.T, line string) []string {
+// nixShellWords splits a command line as bash would, with mvdan.cc/sh.
+func nixShellWords(t *testing.T, line string) []string {
 	t.Helper()
 	f, err := syntax.NewParser().Parse(strings.NewReader(line), "")
 	if err != nil {
@@ -127,7 +127,7 @@ func TestReadmeNix(t *testing.T) {
 		if !ok {
 			t.Fatalf("console block starts with %q, not with a $ command", line)
 		}
-		argv := shellWords(t, cmdline)
+		argv := nixShellWords(t, cmdline)
 		var stdout, stderr bytes.Buffer
 		if code := run(argv[1:], &stdout, &stderr); code != 0 {
 			t.Fatalf("%s: exit %d: %s", cmdline, code, stderr.Bytes())
