@@ -5,11 +5,13 @@ go 1.25.0
 require (
 	github.com/agext/levenshtein v1.2.1
 	github.com/aymanbagabas/go-udiff v0.4.2
+	github.com/billziss-gh/golib v0.2.0
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2
 	github.com/zclconf/go-cty v1.19.0
+	mvdan.cc/sh/v3 v3.12.0
 )
 
 require (

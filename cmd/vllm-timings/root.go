@@ -33,6 +33,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCmdDiff(stdout, nil),
 		newCmdPatchsets(stdout),
 		// nixgen commands
+		newCmdNix(nil, nil),
 		// verify commands
 		newCmdVerify(),
 	)

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/vllm-timings/vllm-timings/nixgen"
+)
+
+// TestNixFlags checks that the flags and arguments reach the options, with
+// the run functions stubbed out.
+func TestNixFlags(t *testing.T) {
+	var got *nixModelOptions
+	cmd := newCmdNix(nil, func(o *nixModelOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"model", "qwen-vllm", "--binary", "/b", "--mount", "/m", "--on-failure", "abort",
+		"--patchset", "/p/1,2.hcl", "--patchset", "/p/3.hcl", "--image", "img", "--docker", "podman",
+		"--docker-arg=--gpus=all", "--docker-arg", "--ipc=host", "--env", "A=1,2", "--env", "B=x=y",
+		"--macro", "ctx=75000", "--format", "json", "--", "Qwen/Qwen3-8B", "--max-model-len", "${ctx}", "--", "-x"})
+	cmd.SetOut(new(bytes.Buffer))
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := nixgen.ModelOptions{
+		Name: "qwen-vllm", Image: "img", Docker: "podman",
+		ServeArgs:       []string{"Qwen/Qwen3-8B", "--max-model-len", "${ctx}", "--", "-x"},
+		ExtraDockerArgs: []string{"--gpus=all", "--ipc=host"},
+		Env:             map[string]string{"A": "1,2", "B": "x=y"},
+		Macros:          map[string]string{"ctx": "75000"},
+	}
+	if diff := cmp.Diff(want, got.Model); diff != "" {
+		t.Errorf("model options (-want +got):\n%s", diff)
+	}
+	wantOpts := nixgen.Options{Binary: "/b", Mount: "/m", OnFailure: "abort", Patchsets: []string{"/p/1,2.hcl", "/p/3.hcl"}}
+	if diff := cmp.Diff(wantOpts, got.Options); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+	if got.Format != "json" {
+		t.Errorf("format %q, want json", got.Format)
+	}
+}
+
+// TestNixRegenerateCommand runs the command named in each golden Nix file's
+// header: it must print the file again, byte for byte.
+func TestNixRegenerateCommand(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "nixgen", "testdata", "golden", "*.nix"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden Nix files: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.SplitN(string(want), "\n", 3)
+			if lines[0] != nixgen.Header {
+				t.Fatalf("first line %q, want %q", lines[0], nixgen.Header)
+			}
+			line, ok := strings.CutPrefix(lines[1], "# regenerate with: ")
+			if !ok {
+				t.Fatalf("second line %q names no command", lines[1])
+			}
+			argv := nixShellWords(t, line)
+			if argv[0] != "vllm-timings" {
+				t.Fatalf("command %q does not run vllm-timings", line)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(argv[1:], &stdout, &stderr); code != 0 {
+				t.Fatalf("%s: exit %d: %s", line, code, stderr.Bytes())
+			}
+			if diff := cmp.Diff(string(want), stdout.String()); diff != "" {
+				t.Errorf("%s prints something else than %s (-file +output):\n%s", line, file, diff)
+			}
+		})
+	}
+}
+
+// nixShellWords splits a command line as bash would, with mvdan.cc/sh.
+func nixShellWords(t *testing.T, line string) []string {
+	t.Helper()
+	f, err := syntax.NewParser().Parse(strings.NewReader(line), "")
+	if err != nil {
+		t.Fatalf("parsing %q: %v", line, err)
+	}
+	call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if len(f.Stmts) != 1 || !ok {
+		t.Fatalf("%q is not one simple command", line)
+	}
+	var argv []string
+	for _, w := range call.Args {
+		s, err := expand.Literal(nil, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		argv = append(argv, s)
+	}
+	return argv
+}
+
+// TestReadmeNix runs each command shown in the README's nixgen section and
+// requires the output shown under it.
+func TestReadmeNix(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "<!-- section: nixgen -->\n")
+	if !ok {
+		t.Fatal("README.md has no nixgen section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	blocks := strings.Split(section, "```console\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("the nixgen section shows no command")
+	}
+	for _, block := range blocks {
+		block, _, _ = strings.Cut(block, "```\n")
+		line, want, _ := strings.Cut(block, "\n")
+		cmdline, ok := strings.CutPrefix(line, "$ ")
+		if !ok {
+			t.Fatalf("console block starts with %q, not with a $ command", line)
+		}
+		argv := nixShellWords(t, cmdline)
+		var stdout, stderr bytes.Buffer
+		if code := run(argv[1:], &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmdline, code, stderr.Bytes())
+		}
+		if diff := cmp.Diff(want, stdout.String()); diff != "" {
+			t.Errorf("README shows other output for %s (-readme +actual):\n%s", cmdline, diff)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package nixgen
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// FuzzWordsInProcess is FuzzLayers without external programs, so that it
+// runs thousands of times a second: the llama-swap layer is the same model
+// and splitter, and the bash layer is mvdan.cc/sh's parser and word
+// expansion instead of bash (no globbing, so bash itself stays the judge
+// in FuzzLayers). The Nix layer is left to FuzzLayers. It shares its seed
+// corpus through testdata/fuzz/FuzzWordsInProcess.
+//
+// Search with: go test ./nixgen -run '^$' -fuzz FuzzWordsInProcess
+func FuzzWordsInProcess(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		roles := []variant{
+			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: "img", ServeArgs: []string{s, "--x=" + s}}},
+			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: "img", Macros: map[string]string{"ctx": "75000"}, ServeArgs: []string{s + "${ctx}", "${MODEL_ID}" + s}}},
+			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: s, ExtraDockerArgs: []string{s}, Env: map[string]string{"V": s}}},
+			{opts: Options{Binary: "/h/" + s, Mount: "/c/" + s + "/vt", Patchsets: []string{"/p/" + s + ".hcl"}}, model: ModelOptions{Name: "mm", Image: "img"}},
+			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: "img", Macros: map[string]string{"m": s}, ServeArgs: []string{"${m}", "a b${m}"}}},
+		}
+		for _, v := range roles {
+			m, err := NewModel(v.opts, v.model)
+			if err != nil {
+				var e *Error
+				if !errors.As(err, &e) || e.Code < 10 || e.Code > 19 {
+					t.Fatalf("refused without an exit code from 10 to 19: %v", err)
+				}
+				continue
+			}
+			argv, err := llamaSwapArgv(m.Cmd, v.model.Name, v.model.Macros, testPort)
+			if err != nil {
+				t.Fatalf("llama-swap would refuse: %v\n%s", err, m.Cmd)
+			}
+			mount := v.opts.Mount
+			if mount == "" {
+				mount = DefaultMount
+			}
+			want := []string{"docker", "run", "--rm", "--name", "mm", "-p", "127.0.0.1:" + strconv.Itoa(testPort) + ":8000", "-v", v.opts.Binary + ":" + mount + ":ro"}
+			v.opts.Mount = mount
+			containerPaths := wantContainerPaths(v.opts)
+			for i, p := range v.opts.Patchsets {
+				want = append(want, "-v", p+":"+containerPaths[i]+":ro")
+			}
+			for k, val := range v.model.Env {
+				want = append(want, "-e", k+"="+intended(v, val))
+			}
+			for _, a := range v.model.ExtraDockerArgs {
+				want = append(want, intended(v, a))
+			}
+			want = append(want, "--entrypoint", "/bin/bash", intended(v, v.model.Image), "-c")
+			if len(argv) != len(want)+1 {
+				t.Fatalf("llama-swap splits into %d words, want %d (-want +got):\n%s", len(argv), len(want)+1, cmp.Diff(want, argv))
+			}
+			if diff := cmp.Diff(want, argv[:len(want)]); diff != "" {
+				t.Fatalf("docker argv (-want +got):\n%s", diff)
+			}
+
+			wantApply := []string{mount, "apply", "--on-failure", "warn"}
+			for _, p := range containerPaths {
+				wantApply = append(wantApply, "--patchset", p)
+			}
+			wantExec := []string{"exec", "vllm", "serve"}
+			for _, a := range v.model.ServeArgs {
+				wantExec = append(wantExec, intended(v, a))
+			}
+			apply, exec := bashWords(t, argv[len(argv)-1])
+			if diff := cmp.Diff(wantApply, apply); diff != "" {
+				t.Errorf("patcher argv in bash (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantExec, exec); diff != "" {
+				t.Errorf("exec argv in bash (-want +got):\n%s", diff)
+			}
+		}
+	})
+}
+
+// bashWords parses the -c script "PATCHER ARGS || true; exec vllm serve
+// ARGS" and expands the words of the two commands.
+func bashWords(t *testing.T, script string) (apply, exec []string) {
+	t.Helper()
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	if err != nil {
+		t.Fatalf("bash cannot parse %q: %v", script, err)
+	}
+	if len(f.Stmts) != 2 {
+		t.Fatalf("script %q has %d statements, want 2", script, len(f.Stmts))
+	}
+	or, ok := f.Stmts[0].Cmd.(*syntax.BinaryCmd)
+	if !ok || or.Op != syntax.OrStmt {
+		t.Fatalf("first statement of %q is not CMD || ...", script)
+	}
+	fields := func(st *syntax.Stmt) []string {
+		call, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok || len(call.Assigns) > 0 || len(st.Redirs) > 0 {
+			t.Fatalf("not a plain command in %q", script)
+		}
+		words, err := expand.Fields(nil, call.Args...)
+		if err != nil {
+			t.Fatalf("expanding %q: %v", script, err)
+		}
+		return slices.Clip(words)
+	}
+	return fields(or.X), fields(f.Stmts[1])
+}
