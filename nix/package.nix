@@ -30,7 +30,7 @@ buildGoModule {
   # The NAR hash of `go mod vendor`'s output. Print it with scripts/vendor-hash;
   # `scripts/vendor-hash -w` rewrites this line, and a Go test fails when it is
   # stale.
-  vendorHash = "sha256-7NI7gD6id1PdfPcOA/R4iRskONfgA2AtwJo6SOMi+FY=";
+  vendorHash = "sha256-z6JQ1tlTXxnHgaIZJ14PsX79BG6HEH7A9hb6LWxwJXg=";
 
   subPackages = [ "cmd/vllm-timings" ];
 
