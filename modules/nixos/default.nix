@@ -2,9 +2,9 @@
 #
 # It turns a few typed options into the strings a llama-swap `cmd` needs to run
 # vllm-timings inside a vLLM Docker container: the read-only `dockerArgs`,
-# `cmdPrefix` and `mkCmd`. The strings themselves come from ./fragments.nix,
-# the builtins-only function that `vllm-timings nix fragments` is tested
-# against, so the module and the CLI cannot drift apart.
+# `cmdPrefix`, `mkCmd` and `mkModel`. The strings themselves come from
+# ./fragments.nix, the builtins-only function that `vllm-timings nix` is
+# tested against, so the module and the CLI cannot drift apart.
 #
 # Apart from the default of `package`, everything here needs only nixpkgs'
 # `lib`, so `lib.evalModules` alone can evaluate it (see ./tests/eval.nix).
@@ -127,11 +127,12 @@ in
     cmdPrefix = lib.mkOption {
       type = lib.types.str;
       readOnly = true;
-      example = "/patches/vllm-timings apply --on-failure warn;";
+      example = "/patches/vllm-timings apply --on-failure warn || true;";
       description = ''
-        The statement(s) to put before `exec vllm serve` inside the
-        `bash -c "..."` string, ending with `;`. It contains no `"` and no
-        braced `''${NAME}`, so it needs no further escaping there. Read-only;
+        The statement that runs the patcher, to put before `exec vllm serve`
+        inside the `bash -c "..."` string; it ends with `;`. It is already
+        escaped for the inside of those double quotes. With `onFailure = "warn"`
+        it ends in `|| true;`, with `"abort"` in `|| exit $?;`. Read-only;
         reading it while {option}`${opt}.enable` is false is an evaluation
         error.
       '';
@@ -143,18 +144,57 @@ in
       example = lib.literalExpression ''
         config.services.llama-swap.vllmTimings.mkCmd {
           image = "vllm/vllm-openai:v0.11.0";
-          serveArgs = [ "--served-model-name" "''${MODEL_ID}" "Qwen/Qwen3-8B" ];
-          dockerArgs = [ "--device=nvidia.com/gpu=all" ];
+          serveArgs = [ "--served-model-name" "\''${MODEL_ID}" "Qwen/Qwen3-8B" ];
+          extraDockerArgs = [ "--device=nvidia.com/gpu=all" ];
+          docker = lib.getExe pkgs.docker;
         }
       '';
       description = ''
         A function that builds a whole llama-swap `cmd` string for a vLLM
         Docker model, with {option}`${opt}.dockerArgs` and
-        {option}`${opt}.cmdPrefix` already in place: the same form that
-        `vllm-timings nix model` prints. It takes `image`, `serveArgs`
-        (the `vllm serve` arguments, a list of words) and `dockerArgs`
-        (extra `docker run` arguments, a list of words). Read-only; calling it
-        while {option}`${opt}.enable` is false is an evaluation error.
+        {option}`${opt}.cmdPrefix` already in place: the same string that
+        `vllm-timings nix model` prints. Its argument:
+
+        - `image`: the Docker image;
+        - `serveArgs`: the `vllm serve` arguments, a list of words, each
+          passed literally (they may use `''${MODEL_ID}`, `''${PORT}` and the
+          macros named in `macros`);
+        - `extraDockerArgs`: more `docker run` words, passed literally;
+        - `env`: an attribute set, each entry passed as `-e NAME=VALUE`;
+        - `docker`: the docker (or podman) executable, `"docker"` by default.
+          The llama-swap service's `PATH` has no docker, so give an absolute
+          path such as `lib.getExe pkgs.docker`;
+        - `macros`: the model's llama-swap macros.
+
+        The result is a `docker run --rm --name ''${MODEL_ID}` command that
+        publishes `127.0.0.1:''${PORT}` to the container's port 8000, mounts
+        the binary and runs `bash -c "<cmdPrefix> exec vllm serve …"`. Its
+        word groups are on separate lines ending in a backslash, which
+        llama-swap joins.
+        Read-only; calling it while {option}`${opt}.enable` is false is an
+        evaluation error.
+      '';
+    };
+
+    mkModel = lib.mkOption {
+      type = lib.types.functionTo (lib.types.attrsOf lib.types.anything);
+      readOnly = true;
+      example = lib.literalExpression ''
+        {
+          services.llama-swap.settings.models.qwen = config.services.llama-swap.vllmTimings.mkModel {
+            image = "vllm/vllm-openai:v0.11.0";
+            serveArgs = [ "Qwen/Qwen3-8B" "--max-model-len" "\''${ctx}" ];
+            macros.ctx = "32768";
+            docker = lib.getExe pkgs.docker;
+          };
+        }
+      '';
+      description = ''
+        Like {option}`${opt}.mkCmd`, with the same argument, but returns a
+        whole llama-swap model entry: `cmd`, `cmdStop`, `proxy`,
+        `checkEndpoint` and, when given, `macros`. The same entry that
+        `vllm-timings nix model` prints. Read-only; calling it while
+        {option}`${opt}.enable` is false is an evaluation error.
       '';
     };
   };
@@ -165,6 +205,7 @@ in
         dockerArgs = whenEnabled "dockerArgs" fragments.dockerArgs;
         cmdPrefix = whenEnabled "cmdPrefix" fragments.cmdPrefix;
         mkCmd = args: whenEnabled "mkCmd" (fragments.mkCmd args);
+        mkModel = args: whenEnabled "mkModel" (fragments.mkModel args);
       };
     }
     (lib.mkIf (cfg.dockerGroup != null && config.services.llama-swap.enable) {

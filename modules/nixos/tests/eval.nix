@@ -120,8 +120,21 @@ let
               "\${MODEL_ID}"
               "Qwen/Qwen3-8B"
             ];
-            dockerArgs = [ "--device=nvidia.com/gpu=all" ];
+            extraDockerArgs = [ "--device=nvidia.com/gpu=all" ];
           };
+        };
+        "qwen-mkmodel" = config.services.llama-swap.vllmTimings.mkModel {
+          image = "vllm/vllm-openai:v0.11.0";
+          serveArgs = [
+            "Qwen/Qwen3-8B"
+            "--max-model-len"
+            "\${ctx}"
+            "--speculative-config"
+            ''{"method":"mtp","num_speculative_tokens":3}''
+          ];
+          macros.ctx = "75000";
+          env.HF_HUB_OFFLINE = "1";
+          docker = "/run/current-system/sw/bin/docker";
         };
       };
     };
@@ -145,7 +158,7 @@ in
   ) fragmentCases;
 
   sample = {
-    models = lib.mapAttrs (_: m: m.cmd) sampleConfig.services.llama-swap.settings.models;
+    inherit (sampleConfig.services.llama-swap.settings) models;
     serviceConfig = sampleConfig.systemd.services.llama-swap.serviceConfig;
   };
 
@@ -154,6 +167,7 @@ in
     disabledDockerArgsFails = fails disabled.dockerArgs;
     disabledCmdPrefixFails = fails disabled.cmdPrefix;
     disabledMkCmdFails = fails (disabled.mkCmd { image = "x"; });
+    disabledMkModelFails = fails (disabled.mkModel { image = "x"; });
     # The outputs are read-only.
     dockerArgsIsReadOnly = fails (timingsOf {
       services.llama-swap.vllmTimings = {
