@@ -18,19 +18,21 @@ in
 
   # CGO_ENABLED=0 must give a binary with no interpreter and no dynamic
   # section, or it will not run in every container; -X must set the version.
-  static = pkgs.runCommand "vllm-timings-static-check" { nativeBuildInputs = [ pkgs.binutils-unwrapped ]; } ''
-    bin=${exe}
-    readelf --program-headers --wide "$bin" > headers.txt
-    if grep -q INTERP headers.txt; then
-      echo "$bin has a program interpreter, so it is dynamically linked; build it with CGO_ENABLED=0" >&2
-      exit 1
-    fi
-    readelf --dynamic "$bin" | tee dynamic.txt
-    grep -q 'There is no dynamic section' dynamic.txt
-    "$bin" --version | tee version.txt
-    grep -qF 'version ${package.version}' version.txt
-    touch $out
-  '';
+  static =
+    pkgs.runCommand "vllm-timings-static-check" { nativeBuildInputs = [ pkgs.binutils-unwrapped ]; }
+      ''
+        bin=${exe}
+        readelf --program-headers --wide "$bin" > headers.txt
+        if grep -q INTERP headers.txt; then
+          echo "$bin has a program interpreter, so it is dynamically linked; build it with CGO_ENABLED=0" >&2
+          exit 1
+        fi
+        readelf --dynamic "$bin" | tee dynamic.txt
+        grep -q 'There is no dynamic section' dynamic.txt
+        "$bin" --version | tee version.txt
+        grep -qF 'version ${package.version}' version.txt
+        touch $out
+      '';
 
   # The module evaluated by lib.evalModules with a sample llama-swap
   # configuration: every string must be exactly the one in expected.json.
@@ -138,7 +140,8 @@ in
         "default package is the flake's" = t.package.drvPath == package.drvPath;
         "dockerArgs mounts the binary" = lib.hasInfix "${exe}:/patches/vllm-timings:ro" t.dockerArgs;
         "cmd reaches settings" = lib.hasInfix t.cmdPrefix cfg.services.llama-swap.settings.models.qwen.cmd;
-        "SupplementaryGroups" = cfg.systemd.services.llama-swap.serviceConfig.SupplementaryGroups == [ "docker" ];
+        "SupplementaryGroups" =
+          cfg.systemd.services.llama-swap.serviceConfig.SupplementaryGroups == [ "docker" ];
       };
       failed = lib.attrNames (lib.filterAttrs (_: ok: !ok) facts);
     in

@@ -142,6 +142,8 @@ let
   sampleConfig = evalConfig sample;
 
   fails = value: !(builtins.tryEval (builtins.deepSeq value value)).success;
+  failsReading =
+    name: options: fails (timingsOf { services.llama-swap.vllmTimings = options; }).${name};
 
   disabled = timingsOf { services.llama-swap.enable = true; };
 in
@@ -149,7 +151,11 @@ in
   fragments = lib.mapAttrs (
     _: options:
     let
-      t = timingsOf { services.llama-swap.vllmTimings = options // { enable = true; }; };
+      t = timingsOf {
+        services.llama-swap.vllmTimings = options // {
+          enable = true;
+        };
+      };
     in
     {
       inherit options;
@@ -169,29 +175,27 @@ in
     disabledMkCmdFails = fails (disabled.mkCmd { image = "x"; });
     disabledMkModelFails = fails (disabled.mkModel { image = "x"; });
     # The outputs are read-only.
-    dockerArgsIsReadOnly = fails (timingsOf {
-      services.llama-swap.vllmTimings = {
-        enable = true;
-        dockerArgs = "-v /x:/y:ro";
-      };
-    }).dockerArgs;
+    dockerArgsIsReadOnly = failsReading "dockerArgs" {
+      enable = true;
+      dockerArgs = "-v /x:/y:ro";
+    };
     # dockerGroup changes nothing unless set, and nothing while llama-swap is off.
     noDockerGroupNoServiceConfig =
       (evalConfig { services.llama-swap.enable = true; }).systemd.services == { };
     dockerGroupNeedsLlamaSwap =
       (evalConfig { services.llama-swap.vllmTimings.dockerGroup = "docker"; }).systemd.services == { };
     # Relative or multi-line mount paths are refused by the option type.
-    relativeMountPathFails = fails (timingsOf {
-      services.llama-swap.vllmTimings = {
-        enable = true;
-        mountPath = "patches/vllm-timings";
-      };
-    }).dockerArgs;
-    unknownOnFailureFails = fails (timingsOf {
-      services.llama-swap.vllmTimings = {
-        enable = true;
-        onFailure = "ignore";
-      };
-    }).cmdPrefix;
+    relativeMountPathFails = failsReading "dockerArgs" {
+      enable = true;
+      mountPath = "patches/vllm-timings";
+    };
+    multiLineMountPathFails = failsReading "dockerArgs" {
+      enable = true;
+      mountPath = "/patches\n/vllm-timings";
+    };
+    unknownOnFailureFails = failsReading "cmdPrefix" {
+      enable = true;
+      onFailure = "ignore";
+    };
   };
 }
