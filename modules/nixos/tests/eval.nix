@@ -73,7 +73,10 @@ let
   };
 
   # A llama-swap configuration in the shape NixOS users write today: one
-  # model spliced by hand from dockerArgs and cmdPrefix, one built by mkCmd.
+  # model spliced by hand from dockerArgs and cmdPrefix (the README shows it),
+  # one cmd built by mkCmd and one entry built by mkModel. The service's PATH
+  # has no docker; virtualisation.docker puts it in the system profile.
+  docker = "/run/current-system/sw/bin/docker";
   sample =
     { config, ... }:
     {
@@ -101,7 +104,7 @@ let
               vllmCmdFlat = builtins.replaceStrings [ "\n" ] [ " " ] vllmCmd;
             in
             ''
-              docker run --rm --device=nvidia.com/gpu=all \
+              ${docker} run --rm --device=nvidia.com/gpu=all \
                 --name ''${MODEL_ID} \
                 ${t.dockerArgs} \
                 -p ''${PORT}:8000 \
@@ -109,7 +112,7 @@ let
                 vllm/vllm-openai:v0.11.0 \
                 -c "${vllmCmdFlat}"
             '';
-          cmdStop = "docker stop \${MODEL_ID}";
+          cmdStop = "${docker} stop \${MODEL_ID}";
         };
         "qwen-mkcmd" = {
           proxy = "http://127.0.0.1:\${PORT}";
@@ -121,6 +124,7 @@ let
               "Qwen/Qwen3-8B"
             ];
             extraDockerArgs = [ "--device=nvidia.com/gpu=all" ];
+            inherit docker;
           };
         };
         "qwen-mkmodel" = config.services.llama-swap.vllmTimings.mkModel {
@@ -134,7 +138,7 @@ let
           ];
           macros.ctx = "75000";
           env.HF_HUB_OFFLINE = "1";
-          docker = "/run/current-system/sw/bin/docker";
+          inherit docker;
         };
       };
     };
