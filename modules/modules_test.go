@@ -212,3 +212,48 @@ func TestModuleMatchesCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestREADMEShowsEvaluatedStrings checks that the strings the README's NixOS
+// section shows as "evaluates to" are the ones expected.json pins for the
+// same sample models, so the README cannot drift from the module.
+func TestREADMEShowsEvaluatedStrings(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const heading = "\n### A complete model entry\n"
+	_, section, ok := strings.Cut(string(readme), heading)
+	if !ok {
+		t.Fatalf("README.md has no %q section", strings.TrimSpace(heading))
+	}
+	if i := strings.Index(section, "\n#"); i >= 0 {
+		section = section[:i] // up to the next heading
+	}
+	var shown []string
+	for _, block := range strings.Split(section, "```text\n")[1:] {
+		text, _, _ := strings.Cut(block, "```")
+		shown = append(shown, strings.ReplaceAll(strings.TrimSuffix(text, "\n"), "<hash>", strings.Repeat("0", 32)))
+	}
+
+	data, err := os.ReadFile(filepath.Join("nixos", "tests", "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expected struct {
+		Sample struct {
+			Models map[string]struct {
+				Cmd string `json:"cmd"`
+			} `json:"models"`
+		} `json:"sample"`
+	}
+	if err := json.Unmarshal(data, &expected); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		strings.TrimSuffix(expected.Sample.Models["qwen-vllm"].Cmd, "\n"),
+		expected.Sample.Models["qwen-mkmodel"].Cmd,
+	}
+	if diff := cmp.Diff(want, shown); diff != "" {
+		t.Errorf("README's evaluated cmd strings differ from expected.json (-want +README):\n%s", diff)
+	}
+}
