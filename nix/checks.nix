@@ -138,7 +138,9 @@ in
       t = cfg.services.llama-swap.vllmTimings;
       facts = {
         "default package is the flake's" = t.package.drvPath == package.drvPath;
-        "dockerArgs mounts the binary" = lib.hasInfix "${exe}:/patches/vllm-timings:ro" t.dockerArgs;
+        # builtins.match refuses a pattern with string context.
+        "dockerArgs mounts the binary" =
+          lib.hasInfix (builtins.unsafeDiscardStringContext "${exe}:/patches/vllm-timings:ro") t.dockerArgs;
         "cmd reaches settings" = lib.hasInfix t.cmdPrefix cfg.services.llama-swap.settings.models.qwen.cmd;
         "SupplementaryGroups" =
           cfg.systemd.services.llama-swap.serviceConfig.SupplementaryGroups == [ "docker" ];
