@@ -79,9 +79,9 @@ let
 
   # ${NAME} and ${env.NAME} are what llama-swap substitutes (or refuses) when
   # it loads the config (internal/config/macros.go).
-  macroRefs = s: map (m: elemAt' m 0) (filter isList (split "\\$\\{([a-zA-Z0-9_-]+)[}]" s));
-  envRefs = s: map (m: elemAt' m 0) (filter isList (split "\\$\\{env\\.([a-zA-Z_][a-zA-Z0-9_]*)[}]" s));
-  elemAt' = l: i: builtins.elemAt l i;
+  macroPattern = "\\$\\{([a-zA-Z0-9_-]+)[}]";
+  macroRefs = s: map builtins.head (filter isList (split macroPattern s));
+  envRefs = s: map builtins.head (filter isList (split "\\$\\{env\\.([a-zA-Z_][a-zA-Z0-9_]*)[}]" s));
 
   checkText = what: s:
     if hasAny [ "\n" ] s then
@@ -127,7 +127,22 @@ let
     if s == "" then "''"
     else if !(hasAny shellSpecial s) && !(elem s shellKeywords) then s
     else if !(hasAny [ "'" ] s) then "'" + s + "'"
-    else "\"" + replaceStrings [ "\"" "\\" "`" "$" ] [ "\\\"" "\\\\" "\\`" "\\$" ] s + "\"";
+    else "\"" + dqEscape s + "\"";
+
+  # Quotes a word whose ${NAME} macro references must stay visible to
+  # llama-swap, which substitutes them as plain text before it splits the
+  # command (nixgen's quoteWord): without references it is shQuote; with
+  # them, the word is left bare if no literal part needs quoting, and is
+  # double-quoted otherwise. Macro values are bare-word safe (checkMacros).
+  quoteWord = s:
+    let
+      parts = split macroPattern s;
+      lits = filter isString parts;
+    in
+    if length parts == 1 then shQuote s
+    else if !(builtins.any (hasAny shellSpecial) lits) then s
+    else "\"" + concatStringsSep "" (map (p: if isList p then "\${" + builtins.head p + "}" else dqEscape p) parts) + "\"";
+  dqEscape = replaceStrings [ "\"" "\\" "`" "$" ] [ "\\\"" "\\\\" "\\`" "\\$" ];
 
   # Escapes bash source for the inside of llama-swap's -c "..." word, where a
   # backslash escapes only $ ` " \ and newline. $ stays as it is, so that
@@ -170,17 +185,16 @@ let
           fail "macros" name "is reserved by llama-swap; choose another name."
         else if !(isString v || isInt v || isFloat v || isBool v) then
           fail "macros.${name}" (typeOf v) "must be a string, number or boolean."
-        else if hasAny [ "'" "\"" "\\" ] (checkText "macros.${name}" s) then
-          fail "macros.${name}" s "cannot be quoted safely: llama-swap pastes a macro's value into the command as it is, so it must not contain ', \" or \\."
-        else if macroRefs s != [ ] || envRefs s != [ ] then
-          fail "macros.${name}" s "cannot be quoted safely: it refers to another macro or variable; write the value itself."
+        else if checkText "macros.${name}" s == "" then
+          fail "macros.${name}" s "has an empty value; a word that is only the macro would disappear from the command."
+        else if hasAny shellSpecial s then
+          fail "macros.${name}" s "has a value that cannot be quoted safely: llama-swap pastes a macro's value into the command as it is, so it must not hold spaces or any of ; \" ' ( ) $ | & > < ` \\ # { ~ * ? [ =."
         else true;
     in
     if isAttrs macros && all check (attrNames macros) then macros
     else fail "macros" (typeOf macros) "must be an attribute set.";
 
-  # A word may use the known macros, but not together with a single quote:
-  # quoting would then put a backslash before the macro's "$".
+  # A word may use the known macros only.
   checkWord = known: what: w:
     let
       s = if isString w || isInt w then toString w else fail what (typeOf w) "must be a string.";
@@ -193,8 +207,6 @@ let
       fail what s "uses \${PID}, which llama-swap allows only in cmdStop."
     else if unknown != [ ] then
       fail what s "uses the unknown macro \${${builtins.head unknown}}; llama-swap refuses to load a cmd with an unknown macro. Declare it in macros, or drop the braces if bash should expand a variable."
-    else if refs != [ ] && hasAny [ "'" ] s then
-      fail what s "uses a macro and contains a single quote, which cannot be quoted so that llama-swap's substitution still works; split it into two arguments or drop the quote."
     else s;
 
   checkEnvName = name:
@@ -202,7 +214,8 @@ let
       fail "env" name "is not a valid environment variable name; use letters, digits and \"_\", not starting with a digit."
     else name;
 
-  mkCmd =
+  # Builds the cmd and the quoted docker word for mkCmd and mkModel.
+  build =
     { image
     , serveArgs ? [ ]
     , extraDockerArgs ? [ ]
@@ -211,33 +224,43 @@ let
     , macros ? { }
     }:
     let
-      known = [ "PORT" "MODEL_ID" ] ++ attrNames (checkMacros macros);
-      word = checkWord known;
+      checkedMacros = checkMacros macros;
+      known = [ "PORT" "MODEL_ID" ] ++ attrNames checkedMacros;
+      word = what: w: quoteWord (checkWord known what w);
       list = what: l: if isList l then l else fail what (typeOf l) "must be a list of strings.";
+      dockerWord = word "docker" docker;
       envWords = map
-        (name: "-e " + shQuote (word "env.${name}" "${checkEnvName name}=${word "env.${name}" env.${name}}"))
+        (name: "-e " + word "env.${name}" "${checkEnvName name}=${checkWord known "env.${name}" env.${name}}")
         (attrNames (if isAttrs env then env else fail "env" (typeOf env) "must be an attribute set."));
-      extra = map (a: shQuote (word "extraDockerArgs" a)) (list "extraDockerArgs" extraDockerArgs);
-      serve = map (a: " " + dq (shQuote (word "serveArgs" a))) (list "serveArgs" serveArgs);
+      extra = map (word "extraDockerArgs") (list "extraDockerArgs" extraDockerArgs);
+      serve = map (a: " " + dq (word "serveArgs" a)) (list "serveArgs" serveArgs);
       imageWord =
-        if image == "" then fail "image" image "is empty; give the Docker image, for example vllm/vllm-openai:latest."
-        else shQuote (word "image" image);
+        if image == "" then fail "image" image "is missing; give the Docker image, for example vllm/vllm-openai:latest."
+        else word "image" image;
       lines =
-        [ "${shQuote (word "docker" docker)} run --rm --name \${MODEL_ID}" "-p 127.0.0.1:\${PORT}:8000" dockerArgs ]
+        [ "${dockerWord} run --rm --name \${MODEL_ID}" "-p 127.0.0.1:\${PORT}:8000" dockerArgs ]
         ++ envWords
         ++ (if extra == [ ] then [ ] else [ (concatStringsSep " " extra) ])
         ++ [ "--entrypoint /bin/bash" imageWord ("-c \"" + cmdPrefix + " exec vllm serve" + concatStringsSep "" serve + "\"") ];
     in
-    concatStringsSep " \\\n  " lines;
-
-  mkModel = args@{ docker ? "docker", macros ? { }, ... }:
     {
-      cmd = mkCmd args;
-      cmdStop = "${shQuote (checkWord [ "MODEL_ID" ] "docker" docker)} stop \${MODEL_ID}";
+      # Check the macros even when no word uses them.
+      cmd = builtins.seq checkedMacros (concatStringsSep " \\\n  " lines + "\n");
+      macros = checkedMacros;
+      inherit dockerWord;
+    };
+
+  mkCmd = args: (build args).cmd;
+
+  mkModel = args:
+    let b = build args; in
+    {
+      inherit (b) cmd;
+      cmdStop = "${b.dockerWord} stop \${MODEL_ID}";
       proxy = "http://127.0.0.1:\${PORT}";
       checkEndpoint = "/v1/models";
     }
-    // (if macros == { } then { } else { inherit macros; });
+    // (if b.macros == { } then { } else { inherit (b) macros; });
 in
 {
   inherit dockerArgs cmdPrefix mkCmd mkModel;
