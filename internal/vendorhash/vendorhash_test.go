@@ -144,7 +144,7 @@ func TestPinnedVendorHashIsCurrent(t *testing.T) {
 	}
 	got, err := Compute(context.Background(), root)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nbuildGoModule runs this same `go mod vendor`, so `nix build` would fail too. A go.mod that is not tidy is the usual cause: run `go mod tidy`, then %s.", err, FixCommand)
 	}
 	if got != pinned {
 		t.Errorf("%s: vendorHash is stale: it says %s, but go mod vendor now gives %s.\nFix: %s", PinFile, pinned, got, FixCommand)
