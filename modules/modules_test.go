@@ -56,7 +56,9 @@ func TestNixFilesParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"flake.nix", "modules/nixos/default.nix", "nix/package.nix"} {
+	// nix build's checkPhase sees a tree without flake.nix and nix/, so
+	// only the module is required here.
+	for _, want := range []string{"modules/nixos/default.nix", "modules/nixos/fragments.nix"} {
 		found := false
 		for _, f := range files {
 			found = found || f == filepath.Join(root, want)

@@ -12,17 +12,16 @@ buildGoModule {
   pname = "vllm-timings";
   inherit version;
 
-  # The Go sources; Nix files and documentation are left out so that editing
-  # them does not rebuild the binary.
+  # The repository without the flake's own files, so that editing those does
+  # not rebuild the binary. The Go tests read README.md and modules/nixos, so
+  # both stay in.
   src = lib.fileset.toSource {
     root = ../.;
     fileset = lib.fileset.difference ../. (
       lib.fileset.unions [
         ./.
-        ../modules/nixos
         ../flake.nix
         (lib.fileset.maybeMissing ../flake.lock)
-        ../README.md
       ]
     );
   };
