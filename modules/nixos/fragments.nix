@@ -30,13 +30,19 @@
 #     env ? { };              # container environment: each becomes -e NAME=VALUE
 #     docker ? "docker";      # the docker (or podman) executable
 #     macros ? { };           # the model's llama-swap macros, which words may use as ${name}
+#                             #   (strings, numbers or booleans)
 #   }
 #   fragments.mkModel { same arguments as mkCmd }
 #     # => { cmd; cmdStop; proxy; checkEndpoint; macros (only when not empty); }
 #     #    a model entry for llama-swap's `models`
 #
+# The cmd runs `docker run --rm --name ${MODEL_ID}`, publishes
+# 127.0.0.1:${PORT} to vLLM's default port 8000 and ends in a newline.
 # Words may use the llama-swap macros ${MODEL_ID}, ${PORT} and the declared
-# macros; any other ${NAME} is refused, because llama-swap refuses to load it.
+# macros, which llama-swap substitutes; any other ${NAME} is refused, because
+# llama-swap refuses to load it. Macro values must be plain words (no spaces
+# or shell characters), and model names valid Docker container names (only
+# vllm-timings checks that; this file never sees the name).
 # Inputs that cannot pass through Nix, llama-swap and bash unchanged make the
 # evaluation fail with a message that says what to change. vllm-timings (Go)
 # checks more: it refuses every non-printable character, while this file
