@@ -1,0 +1,70 @@
+{
+  description = "vllm-timings: llama.cpp-style timings in vLLM's OpenAI responses, for llama-swap";
+
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
+
+  outputs =
+    { self, nixpkgs }:
+    let
+      inherit (nixpkgs) lib;
+      systems = [
+        "x86_64-linux"
+        "aarch64-linux"
+      ];
+      # { x86_64-linux = f pkgs; aarch64-linux = f pkgs; }, with that system's pkgs.
+      forAllSystems = f: lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
+      packageFor = pkgs: self.packages.${pkgs.stdenv.hostPlatform.system}.vllm-timings;
+    in
+    {
+      packages = forAllSystems (pkgs: {
+        default = packageFor pkgs;
+        vllm-timings = pkgs.callPackage ./nix/package.nix { };
+      });
+
+      # nix run . -- apply --vllm-dir DIR
+      apps = forAllSystems (pkgs: {
+        default = {
+          type = "app";
+          program = lib.getExe (packageFor pkgs);
+          meta.description = "Patch an installed vLLM so that its responses carry timings";
+        };
+      });
+
+      overlays.default = final: _prev: {
+        vllm-timings = final.callPackage ./nix/package.nix { };
+      };
+
+      # An attribute set, not a path, so that older Nix accepts it too.
+      nixosModules.default = import ./modules/nixos;
+
+      checks = forAllSystems (
+        pkgs:
+        import ./nix/checks.nix {
+          inherit pkgs nixpkgs;
+          package = packageFor pkgs;
+          module = self.nixosModules.default;
+        }
+      );
+
+      devShells = forAllSystems (pkgs: {
+        default = pkgs.mkShell {
+          packages = [
+            (packageFor pkgs).go
+            pkgs.gopls
+            pkgs.python3
+            pkgs.python3Packages.pyflakes
+            pkgs.nix
+            pkgs.nixfmt
+            pkgs.jq
+          ];
+        };
+      });
+
+      # nixfmt over the whole tree: `nix fmt` no longer passes `.` to the
+      # formatter, and nixfmt alone would then read standard input. Generated
+      # Nix under testdata/ stays exactly as generated.
+      formatter = forAllSystems (
+        pkgs: pkgs.nixfmt-tree.override { settings.formatter.nixfmt.excludes = [ "*/testdata/*" ]; }
+      );
+    };
+}

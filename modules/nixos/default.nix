@@ -1,0 +1,215 @@
+# NixOS module: services.llama-swap.vllmTimings.
+#
+# It turns a few typed options into the strings a llama-swap `cmd` needs to run
+# vllm-timings inside a vLLM Docker container: the read-only `dockerArgs`,
+# `cmdPrefix`, `mkCmd` and `mkModel`. The strings themselves come from
+# ./fragments.nix, the builtins-only function that `vllm-timings nix` is
+# tested against, so the module and the CLI cannot drift apart.
+#
+# Apart from the default of `package`, everything here needs only nixpkgs'
+# `lib`, so `lib.evalModules` alone can evaluate it (see ./tests/eval.nix).
+{
+  config,
+  lib,
+  pkgs,
+  ...
+}:
+let
+  cfg = config.services.llama-swap.vllmTimings;
+  opt = "services.llama-swap.vllmTimings";
+
+  fragments = import ./fragments.nix {
+    binary = lib.getExe cfg.package;
+    inherit (cfg) mountPath onFailure;
+    # Interpolation copies a path literal such as ./extra.hcl into the store,
+    # so the Docker daemon mounts the store copy; strings pass unchanged.
+    patchsets = map (p: "${p}") cfg.patchsets;
+  };
+
+  # Reading an output while the module is disabled is a mistake, and a config
+  # that splices an empty string would start vLLM without timings, silently.
+  whenEnabled =
+    name: value:
+    if cfg.enable then
+      value
+    else
+      throw "${opt}.${name} is used by your configuration, but ${opt}.enable is false. Set `${opt}.enable = true;`, or remove the use of ${name}.";
+in
+{
+  options.services.llama-swap.vllmTimings = {
+    enable = lib.mkEnableOption ''
+      vllm-timings for vLLM models run by llama-swap in Docker. This computes
+      {option}`${opt}.dockerArgs`, {option}`${opt}.cmdPrefix` and
+      {option}`${opt}.mkCmd` for your model entries in
+      {option}`services.llama-swap.settings`; it changes no model by itself'';
+
+    package = lib.mkOption {
+      type = lib.types.package;
+      default = pkgs.callPackage ../../nix/package.nix { };
+      defaultText = lib.literalExpression "vllm-timings.packages.\${pkgs.stdenv.hostPlatform.system}.default";
+      description = ''
+        The vllm-timings package. Its statically linked binary,
+        `lib.getExe package`, is mounted read-only into the container straight
+        from the Nix store, so the Docker daemon must run on this host.
+      '';
+    };
+
+    mountPath = lib.mkOption {
+      type = lib.types.addCheck lib.types.str (s: builtins.match "/[^\n]*" s != null) // {
+        description = "absolute path, one line";
+      };
+      default = "/patches/vllm-timings";
+      example = "/opt/vllm-timings";
+      description = ''
+        Absolute path inside the container where the binary is mounted.
+        Extra patch sets are mounted next to it.
+      '';
+    };
+
+    onFailure = lib.mkOption {
+      type = lib.types.enum [
+        "warn"
+        "abort"
+      ];
+      default = "warn";
+      example = "abort";
+      description = ''
+        What `vllm-timings apply` does when it cannot patch the vLLM in the
+        image (passed as `--on-failure`). `warn` prints the problem and vLLM
+        starts without timings; `abort` fails the container before vLLM starts,
+        and llama-swap reports the model as failed.
+      '';
+    };
+
+    patchsets = lib.mkOption {
+      type = lib.types.listOf lib.types.path;
+      default = [ ];
+      example = lib.literalExpression "[ ./vllm-timings/my-fork.hcl ]";
+      description = ''
+        Extra HCL patch sets, added to the embedded ones. Each is mounted
+        read-only into the container and passed to `apply --patchset`. Path
+        literals are copied into the Nix store first.
+      '';
+    };
+
+    dockerGroup = lib.mkOption {
+      type = lib.types.nullOr lib.types.str;
+      default = null;
+      example = "docker";
+      description = ''
+        The llama-swap service runs with `DynamicUser = true`, so by default
+        it cannot open the Docker socket and every `docker run` in a model's
+        `cmd` fails with "permission denied". Setting this to the group that
+        owns the socket (`"docker"` for {option}`virtualisation.docker`,
+        `"podman"` for podman's Docker-compatible socket) adds it to
+        `systemd.services.llama-swap.serviceConfig.SupplementaryGroups`.
+
+        The default, `null`, changes nothing. To do it yourself instead:
+        `systemd.services.llama-swap.serviceConfig.SupplementaryGroups = [ "docker" ];`
+
+        Membership of the Docker group is equivalent to root on the host.
+        This setting does not depend on {option}`${opt}.enable`.
+      '';
+    };
+
+    dockerArgs = lib.mkOption {
+      type = lib.types.str;
+      readOnly = true;
+      example = "-v /nix/store/…-vllm-timings-0.1.0/bin/vllm-timings:/patches/vllm-timings:ro";
+      description = ''
+        The `docker run` arguments that mount the binary (and each patch set)
+        read-only into the container, one line of words ready to splice into
+        a model's `cmd` before the image name. Read-only; reading it while
+        {option}`${opt}.enable` is false is an evaluation error.
+      '';
+    };
+
+    cmdPrefix = lib.mkOption {
+      type = lib.types.str;
+      readOnly = true;
+      example = "/patches/vllm-timings apply --on-failure warn || true;";
+      description = ''
+        The statement that runs the patcher, to put before `exec vllm serve`
+        inside the `bash -c "..."` string; it ends with `;`. It is already
+        escaped for the inside of those double quotes. With `onFailure = "warn"`
+        it ends in `|| true;`, with `"abort"` in `|| exit $?;`. Read-only;
+        reading it while {option}`${opt}.enable` is false is an evaluation
+        error.
+      '';
+    };
+
+    mkCmd = lib.mkOption {
+      type = lib.types.functionTo lib.types.str;
+      readOnly = true;
+      example = lib.literalExpression ''
+        config.services.llama-swap.vllmTimings.mkCmd {
+          image = "vllm/vllm-openai:v0.11.0";
+          serveArgs = [ "--served-model-name" "\''${MODEL_ID}" "Qwen/Qwen3-8B" ];
+          extraDockerArgs = [ "--device=nvidia.com/gpu=all" ];
+          docker = lib.getExe pkgs.docker;
+        }
+      '';
+      description = ''
+        A function that builds a whole llama-swap `cmd` string for a vLLM
+        Docker model, with {option}`${opt}.dockerArgs` and
+        {option}`${opt}.cmdPrefix` already in place: the same string that
+        `vllm-timings nix model` prints. Its argument:
+
+        - `image`: the Docker image;
+        - `serveArgs`: the `vllm serve` arguments, a list of words, each
+          passed literally (they may use `''${MODEL_ID}`, `''${PORT}` and the
+          macros named in `macros`);
+        - `extraDockerArgs`: more `docker run` words, passed literally;
+        - `env`: an attribute set, each entry passed as `-e NAME=VALUE`;
+        - `docker`: the docker (or podman) executable, `"docker"` by default.
+          The llama-swap service's `PATH` has no docker, so give an absolute
+          path such as `lib.getExe pkgs.docker`;
+        - `macros`: the model's llama-swap macros.
+
+        The result is a `docker run --rm --name ''${MODEL_ID}` command that
+        publishes `127.0.0.1:''${PORT}` to the container's port 8000, mounts
+        the binary and runs `bash -c "<cmdPrefix> exec vllm serve …"`. Its
+        word groups are on separate lines ending in a backslash, which
+        llama-swap joins.
+        Read-only; calling it while {option}`${opt}.enable` is false is an
+        evaluation error.
+      '';
+    };
+
+    mkModel = lib.mkOption {
+      type = lib.types.functionTo (lib.types.attrsOf lib.types.anything);
+      readOnly = true;
+      example = lib.literalExpression ''
+        {
+          services.llama-swap.settings.models.qwen = config.services.llama-swap.vllmTimings.mkModel {
+            image = "vllm/vllm-openai:v0.11.0";
+            serveArgs = [ "Qwen/Qwen3-8B" "--max-model-len" "\''${ctx}" ];
+            macros.ctx = "32768";
+            docker = lib.getExe pkgs.docker;
+          };
+        }
+      '';
+      description = ''
+        Like {option}`${opt}.mkCmd`, with the same argument, but returns a
+        whole llama-swap model entry: `cmd`, `cmdStop`, `proxy`,
+        `checkEndpoint` and, when given, `macros`. The same entry that
+        `vllm-timings nix model` prints. Read-only; calling it while
+        {option}`${opt}.enable` is false is an evaluation error.
+      '';
+    };
+  };
+
+  config = lib.mkMerge [
+    {
+      services.llama-swap.vllmTimings = {
+        dockerArgs = whenEnabled "dockerArgs" fragments.dockerArgs;
+        cmdPrefix = whenEnabled "cmdPrefix" fragments.cmdPrefix;
+        mkCmd = args: whenEnabled "mkCmd" (fragments.mkCmd args);
+        mkModel = args: whenEnabled "mkModel" (fragments.mkModel args);
+      };
+    }
+    (lib.mkIf (cfg.dockerGroup != null && config.services.llama-swap.enable) {
+      systemd.services.llama-swap.serviceConfig.SupplementaryGroups = [ cfg.dockerGroup ];
+    })
+  ];
+}

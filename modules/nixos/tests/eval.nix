@@ -1,0 +1,205 @@
+# Evaluates the NixOS module with nothing but nixpkgs' `lib.evalModules`, and
+# returns the strings it produces as plain data (strings, bools, lists).
+#
+# The flake check `module-eval` and the Go test in ./modules (when
+# VLLM_TIMINGS_NIXPKGS_LIB points at a nixpkgs lib) both compare the result
+# with ./expected.json. The flake check `fragments-match-go` runs
+# `vllm-timings nix fragments --format json` for each entry of `fragments` and
+# compares it with the module's strings.
+{
+  lib,
+  # A stand-in derivation: only its store path and mainProgram matter here.
+  package ? {
+    type = "derivation";
+    name = "vllm-timings-0.1.0";
+    outPath = "/nix/store/00000000000000000000000000000000-vllm-timings-0.1.0";
+    meta.mainProgram = "vllm-timings";
+  },
+  # Host paths of the extra patch sets in the `custom` case.
+  patchsets ? [
+    "/etc/vllm-timings/first.hcl"
+    "/etc/vllm-timings/second.hcl"
+  ],
+}:
+let
+  # What nixpkgs' llama-swap module and NixOS declare, reduced to the parts
+  # this module touches.
+  stubs = {
+    options.services.llama-swap = {
+      enable = lib.mkEnableOption "llama-swap";
+      settings = lib.mkOption {
+        type = lib.types.submodule { freeformType = lib.types.attrsOf lib.types.anything; };
+        default = { };
+      };
+    };
+    options.systemd.services = lib.mkOption {
+      type = lib.types.attrsOf (
+        lib.types.submodule {
+          options.serviceConfig = lib.mkOption {
+            type = lib.types.attrsOf lib.types.unspecified;
+            default = { };
+          };
+        }
+      );
+      default = { };
+    };
+  };
+
+  evalConfig =
+    module:
+    (lib.evalModules {
+      modules = [
+        ../default.nix
+        stubs
+        {
+          # Proves that nothing but `package`'s default needs pkgs.
+          _module.args.pkgs = throw "this evaluation has no pkgs";
+          services.llama-swap.vllmTimings.package = package;
+        }
+        module
+      ];
+    }).config;
+
+  timingsOf = module: (evalConfig module).services.llama-swap.vllmTimings;
+
+  # Option sets whose dockerArgs and cmdPrefix must equal the CLI's output.
+  fragmentCases = {
+    defaults = { };
+    custom = {
+      mountPath = "/opt/vllm-timings";
+      onFailure = "abort";
+      inherit patchsets;
+    };
+  };
+
+  # A llama-swap configuration in the shape NixOS users write today: one
+  # model spliced by hand from dockerArgs and cmdPrefix (the README shows it),
+  # one cmd built by mkCmd and one entry built by mkModel. The service's PATH
+  # has no docker; virtualisation.docker puts it in the system profile.
+  docker = "/run/current-system/sw/bin/docker";
+  sample =
+    { config, ... }:
+    {
+      services.llama-swap.enable = true;
+      services.llama-swap.vllmTimings = {
+        enable = true;
+        dockerGroup = "docker";
+      };
+      services.llama-swap.settings.models = {
+        "qwen-vllm" = {
+          proxy = "http://127.0.0.1:\${PORT}";
+          checkEndpoint = "/v1/models";
+          macros.ctx = "75000";
+          cmd =
+            let
+              t = config.services.llama-swap.vllmTimings;
+              vllmCmd = ''
+                set -e;
+                ${t.cmdPrefix}
+                exec vllm serve --served-model-name ''${MODEL_ID}
+                --max-model-len ''${ctx}
+                --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'
+                --host 0.0.0.0 --port 8000
+              '';
+              vllmCmdFlat = builtins.replaceStrings [ "\n" ] [ " " ] vllmCmd;
+            in
+            ''
+              ${docker} run --rm --device=nvidia.com/gpu=all \
+                --name ''${MODEL_ID} \
+                ${t.dockerArgs} \
+                -p ''${PORT}:8000 \
+                --entrypoint /bin/bash \
+                vllm/vllm-openai:v0.11.0 \
+                -c "${vllmCmdFlat}"
+            '';
+          cmdStop = "${docker} stop \${MODEL_ID}";
+        };
+        "qwen-mkcmd" = {
+          proxy = "http://127.0.0.1:\${PORT}";
+          cmd = config.services.llama-swap.vllmTimings.mkCmd {
+            image = "vllm/vllm-openai:v0.11.0";
+            serveArgs = [
+              "--served-model-name"
+              "\${MODEL_ID}"
+              "Qwen/Qwen3-8B"
+            ];
+            extraDockerArgs = [ "--device=nvidia.com/gpu=all" ];
+            inherit docker;
+          };
+        };
+        "qwen-mkmodel" = config.services.llama-swap.vllmTimings.mkModel {
+          image = "vllm/vllm-openai:v0.11.0";
+          serveArgs = [
+            "Qwen/Qwen3-8B"
+            "--max-model-len"
+            "\${ctx}"
+            "--speculative-config"
+            ''{"method":"mtp","num_speculative_tokens":3}''
+          ];
+          macros.ctx = "75000";
+          env.HF_HUB_OFFLINE = "1";
+          inherit docker;
+        };
+      };
+    };
+
+  sampleConfig = evalConfig sample;
+
+  fails = value: !(builtins.tryEval (builtins.deepSeq value value)).success;
+  failsReading =
+    name: options: fails (timingsOf { services.llama-swap.vllmTimings = options; }).${name};
+
+  disabled = timingsOf { services.llama-swap.enable = true; };
+in
+{
+  fragments = lib.mapAttrs (
+    _: options:
+    let
+      t = timingsOf {
+        services.llama-swap.vllmTimings = options // {
+          enable = true;
+        };
+      };
+    in
+    {
+      inherit options;
+      inherit (t) dockerArgs cmdPrefix;
+    }
+  ) fragmentCases;
+
+  sample = {
+    inherit (sampleConfig.services.llama-swap.settings) models;
+    serviceConfig = sampleConfig.systemd.services.llama-swap.serviceConfig;
+  };
+
+  checks = {
+    # With enable = false, every output is an error, not an empty string.
+    disabledDockerArgsFails = fails disabled.dockerArgs;
+    disabledCmdPrefixFails = fails disabled.cmdPrefix;
+    disabledMkCmdFails = fails (disabled.mkCmd { image = "x"; });
+    disabledMkModelFails = fails (disabled.mkModel { image = "x"; });
+    # The outputs are read-only.
+    dockerArgsIsReadOnly = failsReading "dockerArgs" {
+      enable = true;
+      dockerArgs = "-v /x:/y:ro";
+    };
+    # dockerGroup changes nothing unless set, and nothing while llama-swap is off.
+    noDockerGroupNoServiceConfig =
+      (evalConfig { services.llama-swap.enable = true; }).systemd.services == { };
+    dockerGroupNeedsLlamaSwap =
+      (evalConfig { services.llama-swap.vllmTimings.dockerGroup = "docker"; }).systemd.services == { };
+    # Relative or multi-line mount paths are refused by the option type.
+    relativeMountPathFails = failsReading "dockerArgs" {
+      enable = true;
+      mountPath = "patches/vllm-timings";
+    };
+    multiLineMountPathFails = failsReading "dockerArgs" {
+      enable = true;
+      mountPath = "/patches\n/vllm-timings";
+    };
+    unknownOnFailureFails = failsReading "cmdPrefix" {
+      enable = true;
+      onFailure = "ignore";
+    };
+  };
+}
