@@ -18,7 +18,7 @@
     {
       packages = forAllSystems (pkgs: {
         default = packageFor pkgs;
-        vllm-timings = pkgs.callPackage ./nix/package.nix { };
+        vllm-timings = pkgs.callPackage ./modules/package.nix { };
       });
 
       # nix run . -- apply --vllm-dir DIR
@@ -31,7 +31,7 @@
       });
 
       overlays.default = final: _prev: {
-        vllm-timings = final.callPackage ./nix/package.nix { };
+        vllm-timings = final.callPackage ./modules/package.nix { };
       };
 
       # An attribute set, not a path, so that older Nix accepts it too.
@@ -39,7 +39,7 @@
 
       checks = forAllSystems (
         pkgs:
-        import ./nix/checks.nix {
+        import ./modules/checks.nix {
           inherit pkgs nixpkgs;
           package = packageFor pkgs;
           module = self.nixosModules.default;

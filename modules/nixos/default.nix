@@ -45,7 +45,7 @@ in
 
     package = lib.mkOption {
       type = lib.types.package;
-      default = pkgs.callPackage ../../nix/package.nix { };
+      default = pkgs.callPackage ../package.nix { };
       defaultText = lib.literalExpression "vllm-timings.packages.\${pkgs.stdenv.hostPlatform.system}.default";
       description = ''
         The vllm-timings package. Its statically linked binary,

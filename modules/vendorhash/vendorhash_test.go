@@ -121,7 +121,7 @@ func TestReadWritePinned(t *testing.T) {
 	}
 }
 
-// TestPinnedVendorHashIsCurrent fails when nix/package.nix's vendorHash no
+// TestPinnedVendorHashIsCurrent fails when modules/package.nix's vendorHash no
 // longer matches go.mod/go.sum and the module's imports, which happens
 // whenever a dependency is added or removed (for example after a merge).
 //

@@ -9,7 +9,7 @@
 let
   inherit (nixpkgs) lib;
   exe = lib.getExe package;
-  moduleTests = ../modules/nixos/tests;
+  moduleTests = ./nixos/tests;
   updateHint = "VLLM_TIMINGS_NIXPKGS_LIB=<a nixpkgs checkout> go test ./modules -run TestModuleEval -update";
 in
 {

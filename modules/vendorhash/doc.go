@@ -11,7 +11,7 @@
 //
 // The result depends on go.mod, go.sum and the import lists of every package in
 // the module (test files and all build tags included), so it changes whenever a
-// dependency is added or dropped. The pinned value lives in nix/package.nix;
+// dependency is added or dropped. The pinned value lives in modules/package.nix;
 // the test in this package fails when it is stale and names the command that
 // fixes it (scripts/vendor-hash -w).
 //

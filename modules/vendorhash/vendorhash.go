@@ -13,7 +13,7 @@ import (
 )
 
 // PinFile is where the pinned vendorHash lives, relative to the module root.
-const PinFile = "nix/package.nix"
+const PinFile = "modules/package.nix"
 
 // FixCommand is the one command that brings PinFile up to date.
 const FixCommand = "scripts/vendor-hash -w"

@@ -13,13 +13,14 @@ buildGoModule {
   inherit version;
 
   # The repository without the flake's own files, so that editing those does
-  # not rebuild the binary. The Go tests read README.md and modules/nixos, so
-  # both stay in.
+  # not rebuild the binary. The Go tests read README.md and the rest of
+  # modules/, so they stay in.
   src = lib.fileset.toSource {
     root = ../.;
     fileset = lib.fileset.difference ../. (
       lib.fileset.unions [
-        ./.
+        ./package.nix
+        ./checks.nix
         ../flake.nix
         (lib.fileset.maybeMissing ../flake.lock)
       ]
@@ -29,7 +30,7 @@ buildGoModule {
   # The NAR hash of `go mod vendor`'s output. Print it with scripts/vendor-hash;
   # `scripts/vendor-hash -w` rewrites this line, and a Go test fails when it is
   # stale.
-  vendorHash = "sha256-z6JQ1tlTXxnHgaIZJ14PsX79BG6HEH7A9hb6LWxwJXg=";
+  vendorHash = "sha256-naD7pr6P7zf6Ou4P3ncHqPCj2YGZYGH5GJyEmzYXc2A=";
 
   subPackages = [ "cmd/vllm-timings" ];
 

@@ -1,5 +1,5 @@
 // Command vendor-hash prints the vendorHash of this Go module as nixpkgs'
-// buildGoModule computes it. With -w it also writes it into nix/package.nix.
+// buildGoModule computes it. With -w it also writes it into modules/package.nix.
 // Run it from anywhere inside the module: scripts/vendor-hash [-w].
 package main
 
@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/vllm-timings/vllm-timings/internal/vendorhash"
+	"github.com/vllm-timings/vllm-timings/modules/vendorhash"
 )
 
 func main() {
