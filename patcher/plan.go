@@ -134,6 +134,13 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 			p.Anchors++
 			edits = append(edits, Edit{Start: pt.Offset, End: pt.Offset, New: insertion(set.Name+"/"+e.Name, pt.Indent, e.Code)})
 		}
+		for _, q := range f.Requires {
+			if _, err := src.Find(q.Anchor); err != nil {
+				p.fail(requireFailure(set, f.Path, q, err))
+				continue
+			}
+			p.Anchors++
+		}
 		fp.Edits = len(edits)
 		newData, err := ApplyEdits(orig, edits)
 		if err != nil {
@@ -151,6 +158,21 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 		p.Files = append(p.Files, fp)
 	}
 	return p
+}
+
+func requireFailure(set *spec.PatchSet, path string, q spec.Require, err error) (Kind, *hcl.Diagnostic) {
+	rng := q.Range
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
+	var amb *pysrc.AmbiguousError
+	if errors.As(err, &amb) {
+		d.Summary = "Required statement matches more than once"
+		d.Detail = fmt.Sprintf("Require %q of patch set %q, in %s: %v.", q.Name, set.Name, path, err)
+		return KindAmbiguous, d
+	}
+	d.Summary = "Required statement not found"
+	d.Detail = fmt.Sprintf("Require %q of patch set %q: in %s there is %v. The set is for vLLMs that have this statement; this one does not, so another set (or your own, --patchset) has to fit it.",
+		q.Name, set.Name, path, err)
+	return KindMissing, d
 }
 
 func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (Kind, *hcl.Diagnostic) {
