@@ -22,6 +22,7 @@ const (
 	Outdated  FileState = "outdated"  // vllm-timings changes, but not the current ones; apply updates them
 	Modified  FileState = "modified"  // changed in a way no patch set explains
 	Missing   FileState = "missing"   // the file does not exist
+	Checked   FileState = "checked"   // the set only checks it (require blocks) and never writes it
 )
 
 // FilePlan is the planned content of one file: data, no I/O.
@@ -148,6 +149,8 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 		}
 		fp.New = newData
 		switch {
+		case len(f.Edits) == 0 && !hadMarkers:
+			fp.State = Checked
 		case bytes.Equal(st.Data, newData):
 			fp.State = Patched
 		case hadMarkers:
