@@ -120,5 +120,8 @@
 // the nightlies between) and openai-packages-raw-stream (0.33 on, whose
 // chat stream lives in chat_completion_stream_generator_raw). "vllm-timings
 // patchsets" lists what each covers; docs/compatibility.md has the checks
-// on every version.
+// on every version. When none fits, "vllm-timings doctor" shows, per
+// anchor of the closest sets, what matched, what did not and the closest
+// statements, and writes the closest set as a skeleton to adapt
+// (Session.Diagnose, Session.Skeleton).
 package patcher

@@ -67,7 +67,7 @@ func TestNoSetFitsChangesNothing(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Kind != KindMissing {
 		t.Fatalf("apply: %v, want a KindMissing error", err)
 	}
-	for _, m := range []string{"Required statement not found", "return RequestOutput(", "RequestState._new_request_output", "Nothing was changed"} {
+	for _, m := range []string{"Required statement not found", "return RequestOutput(", "RequestState._new_request_output", "Nothing was changed", "vllm-timings doctor"} {
 		if !strings.Contains(pe.Msg, m) {
 			t.Errorf("message lacks %q:\n%s", m, pe.Msg)
 		}

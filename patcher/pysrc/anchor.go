@@ -358,3 +358,20 @@ func (f *File) afterImports() (Point, error) {
 	p, err := f.pointAt(f.Stmts[last].End, "", -1)
 	return p, err
 }
+
+// ScopeOf is the dotted path of defs and classes that encloses s (a
+// statement of f), "" at module level: where a candidate line lives, in
+// the form an anchor's "in" takes.
+func (f *File) ScopeOf(s *Stmt) string {
+	i := sort.Search(len(f.Stmts), func(i int) bool { return f.Stmts[i].Start >= s.Start })
+	if i >= len(f.Stmts) || f.Stmts[i].Start != s.Start {
+		return ""
+	}
+	var names []string
+	for p := f.Stmts[i].Parent; p >= 0; p = f.Stmts[p].Parent {
+		if f.Stmts[p].Kind != "" {
+			names = append([]string{f.Stmts[p].Name}, names...)
+		}
+	}
+	return strings.Join(names, ".")
+}

@@ -201,6 +201,12 @@ func TestCandidates(t *testing.T) {
 	if len(lines) == 0 || lines[0] != 26 || len(lines) > MaxCandidates || nf.Nearest != nf.Candidates[0] {
 		t.Errorf("candidates at lines %v, want best first (26), at most %d", lines, MaxCandidates)
 	}
+	if got := f.ScopeOf(nf.Candidates[0]); got != "Server.stream" {
+		t.Errorf("scope of the best candidate = %q", got)
+	}
+	if got := f.ScopeOf(&f.Stmts[0]); got != "" {
+		t.Errorf("scope of a module-level statement = %q", got)
+	}
 	_, err = f.Find(Anchor{Scope: "Server.ful", Match: "x"})
 	if !errors.As(err, &nf) || !nf.Scope || nf.Nearest == nil || nf.Nearest.Name != "full" {
 		t.Errorf("missing scope: got %v (scope %v)", err, nf != nil && nf.Scope)
