@@ -62,7 +62,7 @@ func doctorRun(o *doctorOptions) error {
 	}
 	d := s.Diagnose()
 	d.WriteReport(o.out)
-	if d.Chosen != nil {
+	if d.Chosen != nil || len(d.Closest) == 0 {
 		return nil
 	}
 	skel, err := s.Skeleton(d.Closest[0])
