@@ -23,7 +23,7 @@
 // Every inserted block is wrapped in marker comments:
 //
 //	# >>> vllm-timings openai-packages/full-response
-//	_llamacpp_timings.attach(response, final_res.metrics, final_res.num_cached_tokens)
+//	_llamacpp_timings.attach_output(response, final_res)
 //	# <<< vllm-timings openai-packages/full-response
 //
 // Planning always starts from the file with its marked blocks removed, so
@@ -54,8 +54,16 @@
 //	      at         = "after"
 //	      on_missing = "fail"                   # or "skip"; default "fail"
 //	      code       = <<-PY
-//	        _llamacpp_timings.attach(response, final_res.metrics, final_res.num_cached_tokens)
+//	        _llamacpp_timings.attach_output(response, final_res)
 //	      PY
+//	    }
+//	  }
+//
+//	  file "vllm/v1/engine/output_processor.py" {
+//	    require "passes-metrics" {              # must match; inserts nothing
+//	      in       = "RequestState._new_request_output"
+//	      match    = "return RequestOutput("
+//	      contains = "metrics="                 # or lacks = "..."
 //	    }
 //	  }
 //	}
@@ -73,12 +81,23 @@
 //     continuations are followed, so "response = Foo(" matches a call that
 //     spans twenty lines, and "after" places code after its closing ")".
 //   - regex: instead of match, an RE2 expression on the same text.
+//   - contains, lacks: optional; keep only statements whose whole source
+//     (every physical line of the logical line, so a call's arguments too)
+//     contains, or does not contain, this text.
 //   - at: before | after | body_start | body_end | after_imports.
 //     "after" a statement that opens a block means after the whole block;
 //     body_start and body_end need a statement that opens a block
 //     (body_start skips a docstring); after_imports needs no statement and
 //     lands after the last module-level import before the first def or
 //     class.
+//
+// A require block is an anchor (in, after, match or regex, contains, lacks)
+// that must match exactly once and inserts nothing. It tells apart versions
+// whose edits would match alike but need different patches: the sets for
+// vLLM v0.10 to v0.11.0 and for v0.11.1 on edit the same serving files, and
+// each requires its own shape of the output processor's RequestOutput call
+// (without and with metrics=), so exactly one of them fits. A file block
+// may hold only requires.
 //
 // An anchor that matches nothing, or more than once, is an error (exit 5 or
 // 6) unless on_missing = "skip" (missing only). The message names the
@@ -88,6 +107,21 @@
 //
 // The inserted code calls the module the set creates,
 // vllm/_llamacpp_timings.py (patchsets/llamacpp_timings.py): it computes
-// the timings from RequestOutput.metrics and the response's own usage, and
-// never raises into the request path.
+// the timings from RequestOutput.metrics and the response's own usage (and
+// draft_n, draft_n_accepted from the outputs' spec_decode_metrics where the
+// version reports them), and never raises into the request path.
+//
+// # The embedded sets
+//
+// patchsets/*.hcl hold one set per shape of vLLM, disjoint by shape, so on
+// any vLLM at most one fits: openai-modules-v0.10 (v0.10.0 to v0.11.0,
+// which also edits the output processor to pass the request's stats),
+// openai-modules (v0.11.1 to v0.14.1), openai-packages (v0.15.0 to 0.32 and
+// the nightlies between) and openai-packages-raw-stream (0.33 on, whose
+// chat stream lives in chat_completion_stream_generator_raw). "vllm-timings
+// patchsets" lists what each covers; docs/compatibility.md has the checks
+// on every version. When none fits, "vllm-timings doctor" shows, per
+// anchor of the closest sets, what matched, what did not and the closest
+// statements, and writes the closest set as a skeleton to adapt
+// (Session.Diagnose, Session.Skeleton).
 package patcher

@@ -22,6 +22,7 @@ const (
 	Outdated  FileState = "outdated"  // vllm-timings changes, but not the current ones; apply updates them
 	Modified  FileState = "modified"  // changed in a way no patch set explains
 	Missing   FileState = "missing"   // the file does not exist
+	Checked   FileState = "checked"   // the set only checks it (require blocks) and never writes it
 )
 
 // FilePlan is the planned content of one file: data, no I/O.
@@ -134,6 +135,13 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 			p.Anchors++
 			edits = append(edits, Edit{Start: pt.Offset, End: pt.Offset, New: insertion(set.Name+"/"+e.Name, pt.Indent, e.Code)})
 		}
+		for _, q := range f.Requires {
+			if _, err := src.Find(q.Anchor); err != nil {
+				p.fail(requireFailure(set, f.Path, q, err))
+				continue
+			}
+			p.Anchors++
+		}
 		fp.Edits = len(edits)
 		newData, err := ApplyEdits(orig, edits)
 		if err != nil {
@@ -141,6 +149,8 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 		}
 		fp.New = newData
 		switch {
+		case len(f.Edits) == 0 && !hadMarkers:
+			fp.State = Checked
 		case bytes.Equal(st.Data, newData):
 			fp.State = Patched
 		case hadMarkers:
@@ -151,6 +161,21 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 		p.Files = append(p.Files, fp)
 	}
 	return p
+}
+
+func requireFailure(set *spec.PatchSet, path string, q spec.Require, err error) (Kind, *hcl.Diagnostic) {
+	rng := q.Range
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
+	var amb *pysrc.AmbiguousError
+	if errors.As(err, &amb) {
+		d.Summary = "Required statement matches more than once"
+		d.Detail = fmt.Sprintf("Require %q of patch set %q, in %s: %v.", q.Name, set.Name, path, err)
+		return KindAmbiguous, d
+	}
+	d.Summary = "Required statement not found"
+	d.Detail = fmt.Sprintf("Require %q of patch set %q: in %s there is %v. The set is for vLLMs that have this statement; this one does not, so another set (or your own, --patchset) has to fit it.",
+		q.Name, set.Name, path, err)
+	return KindMissing, d
 }
 
 func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (Kind, *hcl.Diagnostic) {
@@ -254,11 +279,11 @@ func noFitError(lib *Library, inst *Install, sel *Selection) *Error {
 			}
 			need = append(need, fmt.Sprintf("  %s needs %s", c.Set.Name, strings.Join(files, ", ")))
 		}
-		return errorf(KindNotFound, "vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\").",
+		return errorf(KindNotFound, "vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\" and \"vllm-timings doctor\").",
 			inst.Version, inst.Dir, strings.Join(need, "\n"))
 	}
 	msg := lib.Render(best.Failures)
-	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d problems). Nothing was changed.",
+	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d problems). Nothing was changed. Run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.",
 		inst.Version, inst.Dir, best.Set.Name, len(best.Failures))
 	return &Error{Kind: best.Kind, Msg: msg}
 }

@@ -181,16 +181,20 @@ func (s *Session) Status() *StatusReport {
 	}
 	r.PatchSet, r.Why = p.Set.Name, s.Sel.Why
 	counts := map[FileState]int{}
+	written := 0 // files the set writes; checked ones do not count
 	for _, f := range p.Files {
 		r.Files = append(r.Files, FileStatus{Path: f.Path, State: f.State, Edits: f.Edits})
 		counts[f.State]++
+		if f.State != Checked {
+			written++
+		}
 	}
 	switch {
 	case counts[Modified] > 0:
 		r.State = Modified
-	case counts[Patched] == len(p.Files):
+	case counts[Patched] == written:
 		r.State = Patched
-	case counts[Unpatched] == len(p.Files):
+	case counts[Unpatched] == written:
 		r.State = Unpatched
 	default:
 		r.State = Outdated // partly patched or patched by another version

@@ -34,6 +34,13 @@ func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "vllm-timings: "+format+"\n", args...)
 }
 
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
 func exitCodeTable() string {
 	var b strings.Builder
 	for _, c := range patcher.ExitCodes {
@@ -159,7 +166,8 @@ func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command
   patched    exactly what the patch set writes
   outdated   vllm-timings changes from another version; apply updates them
   modified   changed in a way no patch set explains
-  missing    the file does not exist`,
+  missing    the file does not exist
+  checked    the patch set only checks its shape (a require) and never writes it`,
 		Example: `  vllm-timings status --vllm-dir /usr/local/lib/python3.12/dist-packages/vllm
   vllm-timings status --json | jq -r .state`,
 		Args: cobra.NoArgs,
@@ -299,7 +307,7 @@ func newCmdPatchsets(out io.Writer) *cobra.Command {
 	o := &patchsetsOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "patchsets",
-		Short: "List the patch sets and what each targets",
+		Short: "List the patch sets, the vLLM versions each covers, and the files each touches",
 		Example: `  vllm-timings patchsets
   vllm-timings patchsets --print openai-packages > my-nightly.hcl   # a starting point for your own`,
 		Args: cobra.NoArgs,
@@ -339,10 +347,15 @@ func patchsetsRun(o *patchsetsOptions) error {
 			fmt.Fprintf(o.out, "  covers: %s\n", strings.Join(s.Covers, ", "))
 		}
 		for _, f := range s.Files {
-			if f.Create != nil {
+			switch {
+			case f.Create != nil:
 				fmt.Fprintf(o.out, "  creates %s\n", f.Path)
-			} else {
-				fmt.Fprintf(o.out, "  edits   %s (%d insertions)\n", f.Path, len(f.Edits))
+			case len(f.Edits) == 0:
+				fmt.Fprintf(o.out, "  checks  %s (%s)\n", f.Path, plural(len(f.Requires), "require"))
+			case len(f.Requires) > 0:
+				fmt.Fprintf(o.out, "  edits   %s (%s, %s)\n", f.Path, plural(len(f.Edits), "insertion"), plural(len(f.Requires), "require"))
+			default:
+				fmt.Fprintf(o.out, "  edits   %s (%s)\n", f.Path, plural(len(f.Edits), "insertion"))
 			}
 		}
 	}

@@ -32,6 +32,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCmdRevert(stdout, nil),
 		newCmdDiff(stdout, nil),
 		newCmdPatchsets(stdout),
+		newCmdDoctor(stdout, nil),
 		// nixgen commands
 		newCmdNix(nil, nil),
 		// verify commands

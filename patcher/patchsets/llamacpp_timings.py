@@ -17,11 +17,25 @@ were actually evaluated, so tokens reused from the prefix cache are excluded
 For several requests (a multi-prompt /v1/completions call, or the n>1
 children of one request) the interval runs from the earliest start to the
 latest end, and the counts are summed by the caller.
+
+With speculative decoding, vLLM versions that report per-sequence draft
+counts (``CompletionOutput.spec_decode_metrics``, with
+``--per-request-spec-decode-metrics``) also give ``draft_n`` (draft tokens
+proposed) and ``draft_n_accepted``, summed over the choices. Where a version
+or a run does not report them for every choice, both are absent: never
+zero-filled, never a partial sum.
 """
 
 import math
 
-__all__ = ["build_timings", "attach", "attach_batch", "StreamTracker"]
+__all__ = [
+    "build_timings",
+    "attach",
+    "attach_output",
+    "attach_batch",
+    "link_metrics",
+    "StreamTracker",
+]
 
 _FIELDS = (
     "prompt_n",
@@ -34,6 +48,8 @@ _FIELDS = (
     "predicted_per_second",
     "cache_n",
 )
+
+_DRAFT_FIELDS = ("draft_n", "draft_n_accepted")
 
 
 def _count(value):
@@ -75,7 +91,51 @@ def _rates(n, ms):
     return per_token, per_second
 
 
-def _build(stats, prompt_tokens, cached_tokens, predicted_tokens):
+def _spec_counts(metrics):
+    """(drafted, accepted) from one RequestSpecDecodeMetrics, or None.
+
+    ``num_draft_tokens`` is the number of draft tokens proposed;
+    ``histogram[j]`` counts the verify steps that accepted j of them.
+    """
+    if metrics is None:
+        return None
+    drafted = _count(getattr(metrics, "num_draft_tokens", None))
+    histogram = getattr(metrics, "histogram", None)
+    if drafted is None or not isinstance(histogram, (list, tuple)):
+        return None
+    accepted = 0
+    for j, steps in enumerate(histogram):
+        steps = _count(steps)
+        if steps is None:
+            return None
+        accepted += j * steps
+    if accepted > drafted:
+        return None
+    return drafted, accepted
+
+
+def _drafts(spec_metrics):
+    """Summed (draft_n, draft_n_accepted) over one entry per choice, or None
+    unless every choice has valid counts."""
+    spec_metrics = list(spec_metrics)
+    if not spec_metrics:
+        return None
+    drafted = accepted = 0
+    for m in spec_metrics:
+        counts = _spec_counts(m)
+        if counts is None:
+            return None
+        drafted += counts[0]
+        accepted += counts[1]
+    return drafted, accepted
+
+
+def _choice_spec(output):
+    """The spec_decode_metrics of each choice of a RequestOutput."""
+    return [getattr(c, "spec_decode_metrics", None) for c in getattr(output, "outputs", None) or ()]
+
+
+def _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
     if stats is None:
         return None
     many = stats if isinstance(stats, (list, tuple)) else [stats]
@@ -97,7 +157,7 @@ def _build(stats, prompt_tokens, cached_tokens, predicted_tokens):
     predicted_ms = _span_ms(first, last, min, max)
     prompt_per_token, prompt_per_second = _rates(prompt_n, prompt_ms)
     predicted_per_token, predicted_per_second = _rates(predicted, predicted_ms)
-    return {
+    timings = {
         "prompt_n": prompt_n,
         "prompt_ms": prompt_ms,
         "prompt_per_token_ms": prompt_per_token,
@@ -108,17 +168,37 @@ def _build(stats, prompt_tokens, cached_tokens, predicted_tokens):
         "predicted_per_second": predicted_per_second,
         "cache_n": cached,
     }
+    draft_fields = _draft_fields(drafts)
+    if draft_fields is not None:
+        timings.update(draft_fields)
+    return timings
 
 
-def build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens):
+def _draft_fields(drafts):
+    """{"draft_n": .., "draft_n_accepted": ..} from a (drafted, accepted)
+    pair, or None: a bad pair drops the two fields, never the timings."""
+    try:
+        if drafts is None or len(drafts) != 2:
+            return None
+        drafted, accepted = _count(drafts[0]), _count(drafts[1])
+    except Exception:  # noqa: BLE001
+        return None
+    if drafted is None or accepted is None or accepted > drafted:
+        return None
+    return dict(zip(_DRAFT_FIELDS, (drafted, accepted)))
+
+
+def build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
     """The llama.cpp ``timings`` dict, or None when it cannot be known.
 
     ``stats`` is a RequestStateStats, or a list of them for several
     requests. None is returned when stats are missing (vLLM runs with
-    --disable-log-stats) or no token was generated. Never raises.
+    --disable-log-stats) or no token was generated. ``drafts`` is
+    (draft_n, draft_n_accepted) or None; the two fields are added only when
+    given. Never raises.
     """
     try:
-        return _build(stats, prompt_tokens, cached_tokens, predicted_tokens)
+        return _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts)
     except Exception:  # noqa: BLE001 - never break a response over timings
         return None
 
@@ -140,7 +220,7 @@ def _set(response, timings):
         response.timings = timings
 
 
-def attach(response, stats, cached_tokens, prompt_tokens=None, predicted_tokens=None):
+def attach(response, stats, cached_tokens, prompt_tokens=None, predicted_tokens=None, drafts=None):
     """Set ``response.timings`` from one request's stats.
 
     Counts default to the response's own ``usage``, so the timings always
@@ -151,7 +231,21 @@ def attach(response, stats, cached_tokens, prompt_tokens=None, predicted_tokens=
             prompt_tokens, predicted_tokens = _usage_counts(response)
         _set(
             response,
-            build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens),
+            build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts),
+        )
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def attach_output(response, output):
+    """Set ``response.timings`` from the request's final RequestOutput: its
+    stats, cached tokens and, where reported, draft counts."""
+    try:
+        attach(
+            response,
+            getattr(output, "metrics", None),
+            getattr(output, "num_cached_tokens", None),
+            drafts=_drafts(_choice_spec(output)),
         )
     except Exception:  # noqa: BLE001
         pass
@@ -163,7 +257,27 @@ def attach_batch(response, outputs):
         outputs = [o for o in outputs if o is not None]
         stats = [getattr(o, "metrics", None) for o in outputs]
         cached = sum(_count(getattr(o, "num_cached_tokens", None)) or 0 for o in outputs)
-        attach(response, stats, cached)
+        drafts = _drafts(m for o in outputs for m in _choice_spec(o))
+        attach(response, stats, cached, drafts=drafts)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+_MISSING = object()
+
+
+def link_metrics(output, stats):
+    """Give a RequestOutput the request's live stats where vLLM did not.
+
+    Before v0.11.1 the v1 output processor built RequestOutputs without
+    ``metrics``; this sets it to the RequestStateStats the processor keeps
+    (the same object later versions pass), and leaves anything else alone:
+    pooling outputs, which have no ``metrics``, and outputs that already
+    have them.
+    """
+    try:
+        if stats is not None and getattr(output, "metrics", _MISSING) is None:
+            output.metrics = stats
     except Exception:  # noqa: BLE001
         pass
 
@@ -177,12 +291,13 @@ class StreamTracker:
     (one per child of an n>1 request).
     """
 
-    __slots__ = ("_stats", "_cached", "_finished")
+    __slots__ = ("_stats", "_cached", "_finished", "_spec")
 
     def __init__(self):
         self._stats = {}
         self._cached = {}
         self._finished = set()
+        self._spec = {}
 
     def observe(self, output):
         try:
@@ -194,8 +309,12 @@ class StreamTracker:
             if cached is not None and request_id not in self._cached:
                 self._cached[request_id] = cached
             for choice in getattr(output, "outputs", None) or ():
+                key = (request_id, getattr(choice, "index", 0))
                 if getattr(choice, "finish_reason", None) is not None:
-                    self._finished.add((request_id, getattr(choice, "index", 0)))
+                    self._finished.add(key)
+                spec = getattr(choice, "spec_decode_metrics", None)
+                if spec is not None:
+                    self._spec[key] = spec
         except Exception:  # noqa: BLE001
             pass
 
@@ -206,12 +325,16 @@ class StreamTracker:
     def attach(self, chunk, prompt_tokens=None, predicted_tokens=None):
         """Set ``chunk.timings`` from everything observed so far."""
         try:
+            drafts = None
+            if self._finished and set(self._spec) >= self._finished:
+                drafts = _drafts(self._spec[k] for k in self._finished)
             attach(
                 chunk,
                 list(self._stats.values()),
                 sum(self._cached.values()),
                 prompt_tokens,
                 predicted_tokens,
+                drafts,
             )
         except Exception:  # noqa: BLE001
             pass

@@ -1,10 +1,14 @@
 # vLLM with the chat_completion/ and completion/ packages under
 # vllm/entrypoints/openai/ (v0.15 on). Written against the nightly images
-# 07351e088 and 1acd67a; 1acd67a also stamps system_fingerprint on final
-# chunks, which these anchors do not depend on.
+# 07351e088 and 1acd67a and checked on every release since (see
+# docs/compatibility.md). Two sets, told apart by the chat stream: up to
+# 0.32 the SSE generator itself walks the engine's outputs; from 0.33 on it
+# wraps chat_completion_stream_generator_raw, which does. The completion
+# anchors name only the class, so they hold whether the non-streaming path
+# is create_completion (up to 0.20) or _create_completion (0.21 on).
 patchset "openai-packages" {
   description = "timings for /v1/chat/completions and /v1/completions (chat_completion/ and completion/ packages)"
-  covers      = ["nightly-07351e088 (0.19.2rc1.dev205)", "nightly-1acd67a"]
+  covers      = ["v0.15.0 to v0.25.1 (every release)", "0.26.0 to 0.32.0 (PyPI)", "nightly-07351e088 (0.19.2rc1.dev205)", "nightly-1acd67a"]
 
   file "vllm/_llamacpp_timings.py" {
     create = builtin("llamacpp_timings.py")
@@ -56,7 +60,7 @@ patchset "openai-packages" {
       in    = "OpenAIServingChat.chat_completion_full_generator"
       match = "response = ChatCompletionResponse("
       at    = "after"
-      code  = "_llamacpp_timings.attach(response, final_res.metrics, final_res.num_cached_tokens)"
+      code  = "_llamacpp_timings.attach_output(response, final_res)"
     }
   }
 
@@ -68,7 +72,109 @@ patchset "openai-packages" {
 
     # Non-streaming: one RequestOutput per prompt; counts from usage.
     edit "full-response" {
-      in    = "OpenAIServingCompletion.create_completion"
+      in    = "OpenAIServingCompletion"
+      match = "response = self.request_output_to_completion_response("
+      at    = "after"
+      code  = "_llamacpp_timings.attach_batch(response, final_res_batch_checked)"
+    }
+
+    edit "stream-tracker" {
+      in    = "OpenAIServingCompletion.completion_stream_generator"
+      match = "async for prompt_idx, res in result_generator:"
+      at    = "before"
+      code  = "_llamacpp_tracker = _llamacpp_timings.StreamTracker()"
+    }
+    edit "stream-observe" {
+      in    = "OpenAIServingCompletion.completion_stream_generator"
+      match = "async for prompt_idx, res in result_generator:"
+      at    = "body_start"
+      code  = "_llamacpp_tracker.observe(res)"
+    }
+    edit "stream-finish-chunk" {
+      in    = "OpenAIServingCompletion.completion_stream_generator"
+      match = "chunk = CompletionStreamResponse("
+      at    = "after"
+      code  = <<-PY
+        if not include_usage and finish_reason is not None and _llamacpp_tracker.finished(num_choices * num_prompts):
+            _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))
+      PY
+    }
+    edit "stream-usage-chunk" {
+      in    = "OpenAIServingCompletion.completion_stream_generator"
+      match = "final_usage_chunk = CompletionStreamResponse("
+      at    = "after"
+      code  = "_llamacpp_tracker.attach(final_usage_chunk)"
+    }
+  }
+}
+
+patchset "openai-packages-raw-stream" {
+  description = "timings for /v1/chat/completions and /v1/completions (packages; the chat stream in chat_completion_stream_generator_raw)"
+  covers      = ["0.33.0", "0.34.0"]
+
+  file "vllm/_llamacpp_timings.py" {
+    create = builtin("llamacpp_timings.py")
+  }
+
+  file "vllm/entrypoints/openai/chat_completion/serving.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    # Streaming: one tracker per response sees every RequestOutput.
+    edit "stream-tracker" {
+      in    = "OpenAIServingChat.chat_completion_stream_generator_raw"
+      match = "async for res in result_generator:"
+      at    = "before"
+      code  = "_llamacpp_tracker = _llamacpp_timings.StreamTracker()"
+    }
+    edit "stream-observe" {
+      in    = "OpenAIServingChat.chat_completion_stream_generator_raw"
+      match = "async for res in result_generator:"
+      at    = "body_start"
+      code  = "_llamacpp_tracker.observe(res)"
+    }
+
+    # Without include_usage, the chunk that carries the last finish_reason
+    # gets the timings, as llama-server does.
+    edit "stream-finish-chunk" {
+      in    = "OpenAIServingChat.chat_completion_stream_generator_raw"
+      after = "finish_reason_sent[i] = True"
+      match = "chunk = ChatCompletionStreamResponse("
+      at    = "after"
+      code  = <<-PY
+        if not include_usage and choice_data.finish_reason is not None and all(finish_reason_sent):
+            _llamacpp_tracker.attach(chunk, num_prompt_tokens, sum(p.num_output_tokens for p in processors))
+      PY
+    }
+
+    # With include_usage, the final usage chunk gets them; counts come from
+    # its own usage.
+    edit "stream-usage-chunk" {
+      in    = "OpenAIServingChat.chat_completion_stream_generator_raw"
+      match = "final_usage_chunk = ChatCompletionStreamResponse("
+      at    = "after"
+      code  = "_llamacpp_tracker.attach(final_usage_chunk)"
+    }
+
+    edit "full-response" {
+      in    = "OpenAIServingChat.chat_completion_full_generator"
+      match = "response = ChatCompletionResponse("
+      at    = "after"
+      code  = "_llamacpp_timings.attach_output(response, final_res)"
+    }
+  }
+
+  file "vllm/entrypoints/openai/completion/serving.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    # Non-streaming: one RequestOutput per prompt; counts from usage.
+    edit "full-response" {
+      in    = "OpenAIServingCompletion"
       match = "response = self.request_output_to_completion_response("
       at    = "after"
       code  = "_llamacpp_timings.attach_batch(response, final_res_batch_checked)"

@@ -3,6 +3,7 @@ package pysrc
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/agext/levenshtein"
@@ -28,7 +29,13 @@ type Anchor struct {
 	After string         // optional: only statements after the one starting with this count
 	Match string         // the statement's first line starts with this (indentation ignored)
 	Regex *regexp.Regexp // alternative to Match, against the same text
-	At    Position
+	// Contains and Lacks filter the statements Match or Regex select by
+	// their whole source (every physical line of the logical line, so the
+	// arguments of a call that spans many lines): the statement must
+	// contain Contains and must not contain Lacks. Empty means no filter.
+	Contains string
+	Lacks    string
+	At       Position
 }
 
 // Describe renders the anchor for messages.
@@ -38,15 +45,39 @@ func (a Anchor) Describe() string {
 	case a.At == AfterImports:
 		b.WriteString("after the module's imports")
 	case a.Regex != nil:
-		fmt.Fprintf(&b, "%s the statement matching /%s/", a.At, a.Regex)
+		fmt.Fprintf(&b, "%sthe statement matching /%s/", atPrefix(a.At), a.Regex)
 	default:
-		fmt.Fprintf(&b, "%s the statement starting %q", a.At, a.Match)
+		fmt.Fprintf(&b, "%sthe statement starting %q", atPrefix(a.At), a.Match)
 	}
+	b.WriteString(a.filterSuffix())
 	if a.After != "" {
 		fmt.Fprintf(&b, " that follows %q", a.After)
 	}
 	if a.Scope != "" {
 		fmt.Fprintf(&b, " in %s", a.Scope)
+	}
+	return b.String()
+}
+
+// atPrefix is "before " and the like; empty for an anchor that only
+// selects a statement (a patch set's require).
+func atPrefix(at Position) string {
+	if at == "" {
+		return ""
+	}
+	return string(at) + " "
+}
+
+func (a Anchor) filterSuffix() string {
+	var b strings.Builder
+	if a.Contains != "" {
+		fmt.Fprintf(&b, " containing %q", a.Contains)
+	}
+	if a.Lacks != "" {
+		if a.Contains != "" {
+			b.WriteString(" and")
+		}
+		fmt.Fprintf(&b, " without %q", a.Lacks)
 	}
 	return b.String()
 }
@@ -62,8 +93,17 @@ type Point struct {
 // NotFoundError reports an anchor that matched nothing.
 type NotFoundError struct {
 	What    string // what was looked for, e.g. `def "chat_completion_full_generator"`
-	Nearest *Stmt  // the most similar statement seen, if any
+	Nearest *Stmt  // the most similar statement seen, if any (Candidates[0])
+	// Candidates are the statements most like the one looked for, best
+	// first (at most MaxCandidates), for tools that help write a new anchor.
+	Candidates []*Stmt
+	// Scope is true when a def or class of the anchor's "in" path is
+	// missing, false when the scope was found but no statement in it fits.
+	Scope bool
 }
+
+// MaxCandidates bounds NotFoundError.Candidates.
+const MaxCandidates = 3
 
 func (e *NotFoundError) Error() string {
 	msg := "no " + e.What
@@ -94,33 +134,53 @@ func joinInts(xs []int) string {
 
 // Locate resolves a to an insertion point.
 func (f *File) Locate(a Anchor) (Point, error) {
-	lo, hi, err := f.scope(a.Scope)
+	if a.At == AfterImports {
+		if _, _, err := f.scope(a.Scope); err != nil {
+			return Point{}, err
+		}
+		return f.afterImports()
+	}
+	i, err := f.Find(a)
 	if err != nil {
 		return Point{}, err
 	}
-	if a.At == AfterImports {
-		return f.afterImports()
+	return f.point(i, a.At)
+}
+
+// Find returns the index in Stmts of the one statement a selects (a.At is
+// not used).
+func (f *File) Find(a Anchor) (int, error) {
+	lo, hi, err := f.scope(a.Scope)
+	if err != nil {
+		return 0, err
 	}
 	if a.After != "" {
-		i, err := f.unique(lo, hi, prefixMatcher(a.After), fmt.Sprintf("statement starting %q%s", a.After, scopeSuffix(a.Scope)), a.After)
+		i, err := f.unique(lo, hi, f.textMatcher(prefixMatcher(a.After)), fmt.Sprintf("statement starting %q%s", a.After, scopeSuffix(a.Scope)), a.After)
 		if err != nil {
-			return Point{}, err
+			return 0, err
 		}
 		lo = i + 1
 	}
-	m, what, probe := prefixMatcher(a.Match), fmt.Sprintf("statement starting %q", a.Match), a.Match
+	first, what, probe := prefixMatcher(a.Match), fmt.Sprintf("statement starting %q", a.Match), a.Match
 	if a.Regex != nil {
-		m, what, probe = a.Regex.MatchString, fmt.Sprintf("statement matching /%s/", a.Regex), a.Regex.String()
+		first, what, probe = a.Regex.MatchString, fmt.Sprintf("statement matching /%s/", a.Regex), a.Regex.String()
+	}
+	m := f.textMatcher(first)
+	if a.Contains != "" || a.Lacks != "" {
+		what += a.filterSuffix()
+		m = func(s *Stmt) bool {
+			if !first(s.Text) {
+				return false
+			}
+			src := string(f.Source(s))
+			return (a.Contains == "" || strings.Contains(src, a.Contains)) && (a.Lacks == "" || !strings.Contains(src, a.Lacks))
+		}
 	}
 	if a.After != "" {
 		what += fmt.Sprintf(" after %q", a.After)
 	}
 	what += scopeSuffix(a.Scope)
-	i, err := f.unique(lo, hi, m, what, probe)
-	if err != nil {
-		return Point{}, err
-	}
-	return f.point(i, a.At)
+	return f.unique(lo, hi, m, what, probe)
 }
 
 func scopeSuffix(scope string) string {
@@ -133,6 +193,15 @@ func scopeSuffix(scope string) string {
 func prefixMatcher(p string) func(string) bool {
 	return func(s string) bool { return strings.HasPrefix(s, p) }
 }
+
+func (f *File) textMatcher(m func(string) bool) func(*Stmt) bool {
+	return func(s *Stmt) bool { return m(s.Text) }
+}
+
+// Source is the whole text of a statement: every physical line of its
+// logical line, with indentation and line endings. A compound statement's
+// block is not included.
+func (f *File) Source(s *Stmt) []byte { return f.Src[s.Start:s.End] }
 
 // scope returns the statement index range [lo, hi) of the body named by a
 // dotted path. Each segment names a def or class anywhere below the previous
@@ -151,17 +220,19 @@ func (f *File) scope(path string) (lo, hi int, err error) {
 		}
 		switch len(hits) {
 		case 0:
-			var nearest *Stmt
-			best := -1
+			var cands []scored
 			for i := lo; i < hi; i++ {
 				if f.Stmts[i].Kind == "" {
 					continue
 				}
-				if d := levenshtein.Distance(name, f.Stmts[i].Name, nil); best < 0 || d < best {
-					best, nearest = d, &f.Stmts[i]
-				}
+				cands = append(cands, scored{i, levenshtein.Distance(name, f.Stmts[i].Name, nil)})
 			}
-			return 0, 0, &NotFoundError{What: fmt.Sprintf("def or class named %q (scope %s)", name, path), Nearest: nearest}
+			best := f.best(cands, -1)
+			err := &NotFoundError{What: fmt.Sprintf("def or class named %q (scope %s)", name, path), Candidates: best, Scope: true}
+			if len(best) > 0 {
+				err.Nearest = best[0]
+			}
+			return 0, 0, err
 		case 1:
 			lo, hi = hits[0]+1, f.Stmts[hits[0]].BlockEnd
 		default:
@@ -175,10 +246,10 @@ func (f *File) scope(path string) (lo, hi int, err error) {
 	return lo, hi, nil
 }
 
-func (f *File) unique(lo, hi int, match func(string) bool, what, probe string) (int, error) {
+func (f *File) unique(lo, hi int, match func(*Stmt) bool, what, probe string) (int, error) {
 	var hits []int
 	for i := lo; i < hi; i++ {
-		if match(f.Stmts[i].Text) {
+		if match(&f.Stmts[i]) {
 			hits = append(hits, i)
 		}
 	}
@@ -186,7 +257,11 @@ func (f *File) unique(lo, hi int, match func(string) bool, what, probe string) (
 	case 1:
 		return hits[0], nil
 	case 0:
-		return 0, &NotFoundError{What: what, Nearest: f.nearest(lo, hi, probe)}
+		err := &NotFoundError{What: what, Candidates: f.nearest(lo, hi, probe)}
+		if len(err.Candidates) > 0 {
+			err.Nearest = err.Candidates[0]
+		}
+		return 0, err
 	}
 	lines := make([]int, len(hits))
 	for k, h := range hits {
@@ -195,25 +270,35 @@ func (f *File) unique(lo, hi int, match func(string) bool, what, probe string) (
 	return 0, &AmbiguousError{What: what, Lines: lines}
 }
 
-// nearest finds the statement in [lo, hi) whose first line is most like
-// probe, comparing probe with a prefix of the same length.
-func (f *File) nearest(lo, hi int, probe string) *Stmt {
-	var best *Stmt
-	bestD := -1
+// nearest finds the statements in [lo, hi) whose first lines are most like
+// probe, comparing probe with a prefix of the same length; best first.
+func (f *File) nearest(lo, hi int, probe string) []*Stmt {
+	var cands []scored
 	for i := lo; i < hi; i++ {
 		t := f.Stmts[i].Text
 		if len(t) > len(probe) {
 			t = t[:len(probe)]
 		}
-		d := levenshtein.Distance(probe, t, nil)
-		if bestD < 0 || d < bestD {
-			best, bestD = &f.Stmts[i], d
+		cands = append(cands, scored{i, levenshtein.Distance(probe, t, nil)})
+	}
+	// Farther than this is nothing close enough to be a useful hint.
+	return f.best(cands, len(probe)*2/3)
+}
+
+type scored struct{ stmt, dist int }
+
+// best returns up to MaxCandidates statements with the smallest distance
+// (at most limit, unless limit < 0), ties in source order.
+func (f *File) best(cands []scored, limit int) []*Stmt {
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].dist < cands[j].dist })
+	var out []*Stmt
+	for _, c := range cands {
+		if len(out) == MaxCandidates || (limit >= 0 && c.dist > limit) {
+			break
 		}
+		out = append(out, &f.Stmts[c.stmt])
 	}
-	if best != nil && bestD > len(probe)*2/3 {
-		return nil // nothing close enough to be a useful hint
-	}
-	return best
+	return out
 }
 
 func (f *File) point(i int, at Position) (Point, error) {
@@ -272,4 +357,21 @@ func (f *File) afterImports() (Point, error) {
 	}
 	p, err := f.pointAt(f.Stmts[last].End, "", -1)
 	return p, err
+}
+
+// ScopeOf is the dotted path of defs and classes that encloses s (a
+// statement of f), "" at module level: where a candidate line lives, in
+// the form an anchor's "in" takes.
+func (f *File) ScopeOf(s *Stmt) string {
+	i := sort.Search(len(f.Stmts), func(i int) bool { return f.Stmts[i].Start >= s.Start })
+	if i >= len(f.Stmts) || f.Stmts[i].Start != s.Start {
+		return ""
+	}
+	var names []string
+	for p := f.Stmts[i].Parent; p >= 0; p = f.Stmts[p].Parent {
+		if f.Stmts[p].Kind != "" {
+			names = append([]string{f.Stmts[p].Name}, names...)
+		}
+	}
+	return strings.Join(names, ".")
 }

@@ -157,6 +157,62 @@ func TestLocateErrors(t *testing.T) {
 	}
 }
 
+// TestContainsLacks: the filters see every physical line of a statement,
+// so a call's arguments can tell two versions apart.
+func TestContainsLacks(t *testing.T) {
+	f := Parse([]byte(sample))
+	i, err := f.Find(Anchor{Scope: "stream", Match: "chunk = Response(", Contains: `text=")]}"`})
+	if err != nil || f.Stmts[i].Line != 20 {
+		t.Errorf("contains: statement %d, err %v; want line 20", i, err)
+	}
+	var nf *NotFoundError
+	_, err = f.Find(Anchor{Scope: "stream", Match: "chunk = Response(", Lacks: "id=1"})
+	if !errors.As(err, &nf) || !strings.Contains(err.Error(), `statement starting "chunk = Response(" without "id=1" in stream`) {
+		t.Errorf("lacks: got %v", err)
+	}
+	// Two statements start "return "; only one lacks "x=x".
+	i, err = f.Find(Anchor{Match: "return ", Lacks: "x=x"})
+	if err != nil || f.Stmts[i].Text != "return final" {
+		t.Errorf("lacks narrows: statement %d, err %v", i, err)
+	}
+	// A compound statement's source is its header only, not its block.
+	if _, err := f.Find(Anchor{Match: "async for res", Contains: "yield"}); err == nil {
+		t.Error("contains matched text in the block of a compound statement")
+	}
+	if got := (Anchor{Match: "x", Contains: "a", Lacks: "b", Scope: "S", At: Before}).Describe(); got != `before the statement starting "x" containing "a" and without "b" in S` {
+		t.Errorf("describe = %q", got)
+	}
+	if got := (Anchor{Match: "x", Lacks: "b"}).Describe(); got != `the statement starting "x" without "b"` {
+		t.Errorf("describe of a require = %q", got)
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	f := Parse([]byte(sample))
+	var nf *NotFoundError
+	_, err := f.Find(Anchor{Scope: "stream", Match: "final = Respons(usage"})
+	if !errors.As(err, &nf) || nf.Scope {
+		t.Fatalf("got %v", err)
+	}
+	var lines []int
+	for _, c := range nf.Candidates {
+		lines = append(lines, c.Line)
+	}
+	if len(lines) == 0 || lines[0] != 26 || len(lines) > MaxCandidates || nf.Nearest != nf.Candidates[0] {
+		t.Errorf("candidates at lines %v, want best first (26), at most %d", lines, MaxCandidates)
+	}
+	if got := f.ScopeOf(nf.Candidates[0]); got != "Server.stream" {
+		t.Errorf("scope of the best candidate = %q", got)
+	}
+	if got := f.ScopeOf(&f.Stmts[0]); got != "" {
+		t.Errorf("scope of a module-level statement = %q", got)
+	}
+	_, err = f.Find(Anchor{Scope: "Server.ful", Match: "x"})
+	if !errors.As(err, &nf) || !nf.Scope || nf.Nearest == nil || nf.Nearest.Name != "full" {
+		t.Errorf("missing scope: got %v (scope %v)", err, nf != nil && nf.Scope)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add(sample)
 	f.Add("x = '''\n")

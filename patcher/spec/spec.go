@@ -36,9 +36,20 @@ type PatchSet struct {
 // File is one file a patch set creates or edits, relative to the directory
 // that holds the vllm package (so it starts with "vllm/").
 type File struct {
-	Path   string
-	Create *string // full content of a file the patch set owns, or nil
-	Edits  []Edit
+	Path     string
+	Create   *string // full content of a file the patch set owns, or nil
+	Edits    []Edit
+	Requires []Require
+	Range    hcl.Range
+}
+
+// Require is an anchor that must match exactly once for the set to fit,
+// and inserts nothing. It tells versions apart whose edits would otherwise
+// match alike (say, one where vLLM already passes a value the patch would
+// add).
+type Require struct {
+	Name   string
+	Anchor pysrc.Anchor
 	Range  hcl.Range
 }
 
@@ -74,10 +85,23 @@ type rawPatchSet struct {
 }
 
 type rawFileBlock struct {
-	Path     string    `hcl:"path,label"`
-	Create   *string   `hcl:"create,optional"`
-	Edits    []rawEdit `hcl:"edit,block"`
+	Path     string       `hcl:"path,label"`
+	Create   *string      `hcl:"create,optional"`
+	Edits    []rawEdit    `hcl:"edit,block"`
+	Requires []rawRequire `hcl:"require,block"`
+	DefRange hcl.Range    `hcl:",def_range"`
+}
+
+type rawRequire struct {
+	Name     string    `hcl:"name,label"`
+	In       string    `hcl:"in,optional"`
+	After    string    `hcl:"after,optional"`
+	Match    string    `hcl:"match,optional"`
+	Regex    string    `hcl:"regex,optional"`
+	Contains string    `hcl:"contains,optional"`
+	Lacks    string    `hcl:"lacks,optional"`
 	DefRange hcl.Range `hcl:",def_range"`
+	Body     hcl.Body  `hcl:",body"`
 }
 
 type rawEdit struct {
@@ -86,6 +110,8 @@ type rawEdit struct {
 	After     string    `hcl:"after,optional"`
 	Match     string    `hcl:"match,optional"`
 	Regex     string    `hcl:"regex,optional"`
+	Contains  string    `hcl:"contains,optional"`
+	Lacks     string    `hcl:"lacks,optional"`
 	At        string    `hcl:"at"`
 	Code      string    `hcl:"code"`
 	OnMissing string    `hcl:"on_missing,optional"`
@@ -181,11 +207,11 @@ func convert(r rawPatchSet, filename string) (*PatchSet, hcl.Diagnostics) {
 			errAt(rf.DefRange, "Duplicate file block", fmt.Sprintf("%q appears twice in patch set %q; put all its edits in one file block.", rf.Path, r.Name))
 		}
 		seenFile[rf.Path] = true
-		if rf.Create != nil && len(rf.Edits) > 0 {
-			errAt(rf.DefRange, "Create and edit together", "A file block either creates a file (create = ...) or edits an existing one (edit blocks), not both.")
+		if rf.Create != nil && (len(rf.Edits) > 0 || len(rf.Requires) > 0) {
+			errAt(rf.DefRange, "Create and edit together", "A file block either creates a file (create = ...) or edits an existing one (edit and require blocks), not both.")
 		}
-		if rf.Create == nil && len(rf.Edits) == 0 {
-			errAt(rf.DefRange, "Nothing to do", "Give the file block a create attribute or at least one edit block.")
+		if rf.Create == nil && len(rf.Edits) == 0 && len(rf.Requires) == 0 {
+			errAt(rf.DefRange, "Nothing to do", "Give the file block a create attribute or at least one edit or require block.")
 		}
 		if rf.Create != nil && !strings.HasSuffix(*rf.Create, "\n") {
 			c := *rf.Create + "\n"
@@ -200,6 +226,15 @@ func convert(r rawPatchSet, filename string) (*PatchSet, hcl.Diagnostics) {
 			}
 			seenEdit[re.Name] = true
 			f.Edits = append(f.Edits, e)
+		}
+		for _, rr := range rf.Requires {
+			q, d := convertRequire(rr)
+			diags = append(diags, d...)
+			if seenEdit[rr.Name] {
+				errAt(rr.DefRange, "Duplicate edit name", fmt.Sprintf("%q appears twice in %s; edit and require names identify anchors in messages, so each must be unique in its file.", rr.Name, rf.Path))
+			}
+			seenEdit[rr.Name] = true
+			f.Requires = append(f.Requires, q)
 		}
 		ps.Files = append(ps.Files, f)
 	}
@@ -241,23 +276,14 @@ func convertEdit(r rawEdit) (Edit, hcl.Diagnostics) {
 		}
 		errAt(rangeOf("at"), "Unknown position", detail)
 	}
-	e.Anchor = pysrc.Anchor{Scope: r.In, After: r.After, Match: r.Match, At: at}
+	e.Anchor = pysrc.Anchor{Scope: r.In, After: r.After, Match: r.Match, Contains: r.Contains, Lacks: r.Lacks, At: at}
 	switch {
-	case at == pysrc.AfterImports && (r.Match != "" || r.Regex != "" || r.After != ""):
-		errAt(r.DefRange, "Anchor takes no statement", "at = \"after_imports\" finds its place by itself; remove match, regex and after.")
+	case at == pysrc.AfterImports && (r.Match != "" || r.Regex != "" || r.After != "" || r.Contains != "" || r.Lacks != ""):
+		errAt(r.DefRange, "Anchor takes no statement", "at = \"after_imports\" finds its place by itself; remove match, regex, after, contains and lacks.")
 	case at != pysrc.AfterImports && valid && (r.Match == "") == (r.Regex == ""):
 		errAt(r.DefRange, "Anchor needs one statement", "Give exactly one of match (a literal prefix of the statement's first line) or regex.")
 	}
-	if strings.TrimSpace(r.Match) != r.Match && r.Match != "" {
-		errAt(rangeOf("match"), "Match has surrounding whitespace", "match is compared with the statement's first line after its indentation; remove leading and trailing spaces.")
-	}
-	if r.Regex != "" {
-		re, err := regexp.Compile(r.Regex)
-		if err != nil {
-			errAt(rangeOf("regex"), "Invalid regular expression", err.Error()+" (RE2 syntax: https://github.com/google/re2/wiki/Syntax).")
-		}
-		e.Anchor.Regex = re
-	}
+	e.Anchor.Regex = checkStatement(r.Match, r.Regex, rangeOf, errAt)
 	switch r.OnMissing {
 	case "", "fail":
 	case "skip":
@@ -274,6 +300,45 @@ func convertEdit(r rawEdit) (Edit, hcl.Diagnostics) {
 	}
 	e.Code = code
 	return e, diags
+}
+
+func convertRequire(r rawRequire) (Require, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	attrs, _ := r.Body.JustAttributes()
+	rangeOf := func(name string) hcl.Range {
+		if a, ok := attrs[name]; ok {
+			return a.Range
+		}
+		return r.DefRange
+	}
+	errAt := func(rng hcl.Range, summary, detail string) {
+		rr := rng
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rr})
+	}
+	q := Require{Name: r.Name, Range: r.DefRange, Anchor: pysrc.Anchor{Scope: r.In, After: r.After, Match: r.Match, Contains: r.Contains, Lacks: r.Lacks}}
+	if !editNameRE.MatchString(r.Name) {
+		errAt(r.DefRange, "Invalid require name", fmt.Sprintf("%q: use letters, digits, '.', '_' and '-'.", r.Name))
+	}
+	if (r.Match == "") == (r.Regex == "") {
+		errAt(r.DefRange, "Anchor needs one statement", "Give exactly one of match (a literal prefix of the statement's first line) or regex.")
+	}
+	q.Anchor.Regex = checkStatement(r.Match, r.Regex, rangeOf, errAt)
+	return q, diags
+}
+
+// checkStatement validates match and regex and compiles the regex.
+func checkStatement(match, regex string, rangeOf func(string) hcl.Range, errAt func(hcl.Range, string, string)) *regexp.Regexp {
+	if strings.TrimSpace(match) != match && match != "" {
+		errAt(rangeOf("match"), "Match has surrounding whitespace", "match is compared with the statement's first line after its indentation; remove leading and trailing spaces.")
+	}
+	if regex == "" {
+		return nil
+	}
+	re, err := regexp.Compile(regex)
+	if err != nil {
+		errAt(rangeOf("regex"), "Invalid regular expression", err.Error()+" (RE2 syntax: https://github.com/google/re2/wiki/Syntax).")
+	}
+	return re
 }
 
 // These must match the markers the patcher writes.

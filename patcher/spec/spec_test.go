@@ -64,6 +64,54 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+func TestParseRequire(t *testing.T) {
+	src := `
+patchset "guarded" {
+  file "vllm/v1/engine/output_processor.py" {
+    require "old-shape" {
+      in    = "RequestState._new_request_output"
+      match = "return RequestOutput("
+      lacks = "metrics="
+    }
+    edit "e" {
+      match    = "x = f("
+      contains = "y=1"
+      at       = "after"
+      code     = "pass"
+    }
+  }
+  file "vllm/a.py" {
+    require "only" {
+      regex    = "^def f\\("
+      contains = "self"
+    }
+  }
+}
+`
+	sets, diags := Parse("g.hcl", []byte(src), Assets{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	f := sets[0].Files[0]
+	if len(f.Requires) != 1 || len(f.Edits) != 1 {
+		t.Fatalf("file = %+v", f)
+	}
+	q := f.Requires[0]
+	if q.Name != "old-shape" || q.Anchor.Scope != "RequestState._new_request_output" || q.Anchor.Match != "return RequestOutput(" || q.Anchor.Lacks != "metrics=" || q.Range.Start.Line != 4 {
+		t.Errorf("require = %+v", q)
+	}
+	if f.Edits[0].Anchor.Contains != "y=1" {
+		t.Errorf("edit anchor = %+v", f.Edits[0].Anchor)
+	}
+	only := sets[0].Files[1].Requires[0]
+	if only.Anchor.Regex == nil || !only.Anchor.Regex.MatchString("def f(self):") || only.Anchor.Contains != "self" {
+		t.Errorf("regex require = %+v", only)
+	}
+	if got := sets[0].Targets(); len(got) != 2 {
+		t.Errorf("targets = %v", got)
+	}
+}
+
 // TestParseErrors: every mistake is a diagnostic at the right line, with a
 // summary and a detail that says what to do.
 func TestParseErrors(t *testing.T) {
@@ -83,6 +131,11 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate edit", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    edit \"e\" {\n      match = \"y\"\n      at = \"after\"\n      code = \"x\"\n    }\n    edit \"e\" {\n      match = \"z\"\n      at = \"after\"\n      code = \"x\"\n    }\n  }\n}\n", "Duplicate edit name", "unique", 8},
 		{"missing builtin", "patchset \"x\" {\n  file \"vllm/m.py\" {\n    create = builtin(\"nope.py\")\n  }\n}\n", "Error in function call", "nope.py", 3},
 		{"empty set", "patchset \"x\" {\n}\n", "Empty patch set", "file block", 1},
+		{"require without statement", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    require \"r\" {\n      lacks = \"y\"\n    }\n  }\n}\n", "Anchor needs one statement", "exactly one of match", 3},
+		{"require with code", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    require \"r\" {\n      match = \"y\"\n      code = \"x\"\n    }\n  }\n}\n", "Unsupported argument", "code", 5},
+		{"require and create", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    create = \"x\"\n    require \"r\" {\n      match = \"y\"\n    }\n  }\n}\n", "Create and edit together", "not both", 2},
+		{"require name clash", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    edit \"e\" {\n      match = \"y\"\n      at = \"after\"\n      code = \"x\"\n    }\n    require \"e\" {\n      match = \"z\"\n    }\n  }\n}\n", "Duplicate edit name", "unique", 8},
+		{"filter on after_imports", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    edit \"e\" {\n      lacks = \"y\"\n      at = \"after_imports\"\n      code = \"x\"\n    }\n  }\n}\n", "Anchor takes no statement", "lacks", 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

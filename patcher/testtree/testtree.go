@@ -6,11 +6,13 @@ package testtree
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 
 	"github.com/rogpeppe/go-internal/txtar"
 )
@@ -21,11 +23,28 @@ func Dir() string {
 	return filepath.Join(filepath.Dir(file), "..", "testdata", "trees")
 }
 
-// Unpack writes the named fixture (without .txtar) into dir.
+// Unpack writes the named fixture (without .txtar) into dir. A fixture
+// whose comment has a line "base: OTHER" is OTHER with its own files written
+// over it (added or replaced), so a fixture for a later vLLM holds only what
+// changed.
 func Unpack(name, dir string) error {
+	return unpack(name, dir, 0)
+}
+
+func unpack(name, dir string, depth int) error {
+	if depth > 8 {
+		return fmt.Errorf("fixture %s: base chain too long", name)
+	}
 	a, err := txtar.ParseFile(filepath.Join(Dir(), name+".txtar"))
 	if err != nil {
 		return err
+	}
+	for _, line := range strings.Split(string(a.Comment), "\n") {
+		if base, ok := strings.CutPrefix(line, "base: "); ok {
+			if err := unpack(strings.TrimSpace(base), dir, depth+1); err != nil {
+				return err
+			}
+		}
 	}
 	for _, f := range a.Files {
 		p := filepath.Join(dir, filepath.FromSlash(f.Name))

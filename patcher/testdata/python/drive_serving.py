@@ -8,27 +8,63 @@ RequestOutputs whose RequestStateStats carry chosen timestamps, and prints
 one JSON object: scenario name -> list of response bodies (a full response
 is one body; a stream is the JSON of each data: line). The Go test compares
 a patched tree's output with the unpatched one and checks the timings.
+
+The driver adapts to the fixture's layout:
+  - serving code in chat_completion/ and completion/ packages (v0.15 on) or
+    in serving_chat.py and serving_completion.py (before);
+  - a fixture with a v1 output processor (vllm/v1/engine/output_processor.py)
+    makes the RequestOutputs: the engine feeds it EngineCoreOutputs and the
+    serving code sees whatever it builds, metrics included (or not, as in
+    v0.10). Without one, the driver builds RequestOutputs itself, with
+    metrics;
+  - a fixture whose vllm/outputs.py CompletionOutput has spec_decode_metrics
+    gets per-sequence draft counts on finished outputs in the *_spec
+    scenarios; other fixtures get none (that vLLM has no such attribute).
+The "_driver" entry describes what was found, for the Go test.
 """
 
 import asyncio
+import dataclasses
 import json
 import sys
 from types import SimpleNamespace
 
 sys.path.insert(0, sys.argv[1])
 
-from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat  # noqa: E402
-from vllm.entrypoints.openai.completion.serving import OpenAIServingCompletion  # noqa: E402
+try:
+    from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
+    from vllm.entrypoints.openai.completion.serving import OpenAIServingCompletion
+except ImportError:
+    from vllm.entrypoints.openai.serving_chat import OpenAIServingChat
+    from vllm.entrypoints.openai.serving_completion import OpenAIServingCompletion
+
+try:
+    from vllm.v1.engine import EngineCoreOutput
+    from vllm.v1.engine.output_processor import OutputProcessor
+except ImportError:
+    OutputProcessor = None
+
+try:
+    from vllm.outputs import CompletionOutput
+
+    DRAFTS = "spec_decode_metrics" in {f.name for f in dataclasses.fields(CompletionOutput)}
+except (ImportError, TypeError):
+    DRAFTS = False
+
+# Per-sequence draft counts, like vLLM's RequestSpecDecodeMetrics: with k=2,
+# verify steps that accepted 0, 1 and 2 drafts happened 1, 2 and 1 times:
+# 4 of 8 proposed draft tokens accepted.
+SPEC = dict(num_spec_tokens=2, histogram=[1, 2, 1], num_draft_tokens=8)
+DRAFT_N, DRAFT_N_ACCEPTED = 8, 4
 
 
 def stats(scheduled, first):
     return SimpleNamespace(scheduled_ts=scheduled, first_token_ts=first, last_token_ts=first)
 
 
-def engine(request_id, prompt_len, cached, metrics, tokens, n=1, final_only=False):
-    """Yield RequestOutputs one token at a time for n choices, as the engine
-    does in streaming (DELTA) mode; the stats object is updated in place.
-    metrics may be None (stats logging off)."""
+def fake_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only, spec):
+    """RequestOutputs one token at a time for n choices, as the engine does
+    in streaming (DELTA) mode; the stats object is updated in place."""
     outs = []
     for step in range(tokens):
         for idx in range(n):
@@ -36,15 +72,16 @@ def engine(request_id, prompt_len, cached, metrics, tokens, n=1, final_only=Fals
             if m is not None:
                 m.last_token_ts = m.first_token_ts + 0.05 * step
             finish = "stop" if step == tokens - 1 else None
+            choice = SimpleNamespace(index=idx, text=f"t{step}", token_ids=[step], finish_reason=finish)
+            if spec and finish:
+                choice.spec_decode_metrics = SimpleNamespace(**SPEC)
             outs.append(
                 SimpleNamespace(
                     request_id=request_id,
                     prompt_token_ids=list(range(prompt_len)),
                     num_cached_tokens=cached,
                     metrics=m,
-                    outputs=[
-                        SimpleNamespace(index=idx, text=f"t{step}", token_ids=[step], finish_reason=finish)
-                    ],
+                    outputs=[choice],
                 )
             )
     if final_only:
@@ -54,8 +91,38 @@ def engine(request_id, prompt_len, cached, metrics, tokens, n=1, final_only=Fals
             SimpleNamespace(index=i, text="x" * tokens, token_ids=list(range(tokens)), finish_reason="stop")
             for i in range(n)
         ]
+        if spec:
+            for c in last.outputs:
+                c.spec_decode_metrics = SimpleNamespace(**SPEC)
         outs = [last]
     return outs
+
+
+def processor_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only):
+    """The same requests through the fixture's v1 output processor: it keeps
+    the stats and builds the RequestOutputs. metrics gives each child's
+    (scheduled, first token) times, or None for --disable-log-stats."""
+    proc = OutputProcessor(log_stats=metrics is not None)
+    for idx in range(n):
+        proc.add_request(f"{idx}_{request_id}", request_id, idx, list(range(prompt_len)), cached, final_only)
+    outs = []
+    for step in range(tokens):
+        for idx in range(n):
+            scheduled, first = (metrics[idx].scheduled_ts, metrics[idx].first_token_ts) if metrics else (100.0, 100.25)
+            eco = EngineCoreOutput(
+                request_id=f"{idx}_{request_id}",
+                new_token_ids=[step],
+                finish_reason="stop" if step == tokens - 1 else None,
+                scheduled_ts=scheduled if step == 0 else None,
+            )
+            outs += proc.process_outputs([eco], first + 0.05 * step)
+    return outs
+
+
+def engine(request_id, prompt_len, cached, metrics, tokens, n=1, final_only=False, spec=False):
+    if OutputProcessor is not None:
+        return processor_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only)
+    return fake_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only, spec and DRAFTS)
 
 
 async def agen(items):
@@ -79,19 +146,36 @@ def req(**kw):
     return SimpleNamespace(**base)
 
 
+def processor_links_metrics():
+    """Whether a RequestOutput from the fixture's processor carries the
+    request's stats object itself (None without a processor)."""
+    if OutputProcessor is None:
+        return None
+    proc = OutputProcessor(log_stats=True)
+    proc.add_request("0_r", "r", 0, [1, 2], 0)
+    state = proc.request_states["0_r"]
+    (out,) = proc.process_outputs([EngineCoreOutput(request_id="0_r", new_token_ids=[7], finish_reason="stop", scheduled_ts=1.0)], 2.0)
+    pooling = OutputProcessor(log_stats=True)
+    pooling.add_request("0_p", "p", 0, [1], 0)
+    (pout,) = pooling.process_outputs([EngineCoreOutput(request_id="0_p", new_token_ids=[], finish_reason="stop", pooling_output=[0.5])], 2.0)
+    return {"metrics_is_stats": out.metrics is state.stats, "pooling_has_metrics": hasattr(pout, "metrics")}
+
+
 async def main():
     chat = OpenAIServingChat(system_fingerprint="fp_fixture")
     cmpl = OpenAIServingCompletion()
-    out = {}
+    out = {"_driver": [{"processor": processor_links_metrics(), "drafts": DRAFTS}]}
 
-    def one(n=1, with_stats=True, cached=4, tokens=3, final_only=False):
+    def one(n=1, with_stats=True, cached=4, tokens=3, final_only=False, spec=False):
         metrics = [stats(100.0 + i * 0.01, 100.25 + i * 0.01) for i in range(n)] if with_stats else None
-        return engine("chat-1", 10, cached, metrics, tokens, n=n, final_only=final_only)
+        return engine("chat-1", 10, cached, metrics, tokens, n=n, final_only=final_only, spec=spec)
 
     full = await chat.chat_completion_full_generator(req(), agen(one(final_only=True)), "chat-1", "m")
     out["chat_full"] = [json.loads(full.model_dump_json())]
     full = await chat.chat_completion_full_generator(req(), agen(one(with_stats=False, final_only=True)), "chat-1", "m")
     out["chat_full_no_stats"] = [json.loads(full.model_dump_json())]
+    full = await chat.chat_completion_full_generator(req(), agen(one(final_only=True, spec=True)), "chat-1", "m")
+    out["chat_full_spec"] = [json.loads(full.model_dump_json())]
     out["chat_stream_usage"] = await collect(
         chat.chat_completion_stream_generator(req(include_usage=True), agen(one()), "chat-1", "m"))
     out["chat_stream_no_usage"] = await collect(
@@ -102,11 +186,13 @@ async def main():
         chat.chat_completion_stream_generator(req(include_usage=True), agen(one(with_stats=False)), "chat-1", "m"))
     out["chat_stream_one_token"] = await collect(
         chat.chat_completion_stream_generator(req(), agen(one(tokens=1)), "chat-1", "m"))
+    out["chat_stream_n2_spec"] = await collect(
+        chat.chat_completion_stream_generator(req(n=2, include_usage=True), agen(one(n=2, spec=True)), "chat-1", "m"))
 
-    def prompts(with_stats=True, final_only=False):
+    def prompts(with_stats=True, final_only=False, spec=False):
         items = []
-        a = engine("cmpl-0", 8, 2, [stats(50.0, 50.2)] if with_stats else None, 2, final_only=final_only)
-        b = engine("cmpl-1", 6, 0, [stats(50.0, 50.3)] if with_stats else None, 4, final_only=final_only)
+        a = engine("cmpl-0", 8, 2, [stats(50.0, 50.2)] if with_stats else None, 2, final_only=final_only, spec=spec)
+        b = engine("cmpl-1", 6, 0, [stats(50.0, 50.3)] if with_stats else None, 4, final_only=final_only, spec=spec)
         # interleave the two prompts as merge_async_iterators would
         for k in range(max(len(a), len(b))):
             if k < len(a):
@@ -119,10 +205,14 @@ async def main():
     out["completion_full_2_prompts"] = [json.loads(full.model_dump_json())]
     full = await cmpl.create_completion(req(), agen(prompts(with_stats=False, final_only=True)), 2)
     out["completion_full_no_stats"] = [json.loads(full.model_dump_json())]
+    full = await cmpl.create_completion(req(), agen(prompts(final_only=True, spec=True)), 2)
+    out["completion_full_spec"] = [json.loads(full.model_dump_json())]
     out["completion_stream_usage"] = await collect(
         await cmpl.create_completion(req(stream=True, include_usage=True), agen(prompts()), 2))
     out["completion_stream_no_usage"] = await collect(
         await cmpl.create_completion(req(stream=True), agen(prompts()), 2))
+    out["completion_stream_spec"] = await collect(
+        await cmpl.create_completion(req(stream=True), agen(prompts(spec=True)), 2))
     json.dump(out, sys.stdout, indent=1, sort_keys=False)
     sys.stdout.write("\n")
 

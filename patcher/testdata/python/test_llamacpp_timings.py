@@ -174,12 +174,134 @@ class Attach(unittest.TestCase):
         self.assertAlmostEqual(r.timings["predicted_ms"], 900.0)
 
 
-def out(request_id, metrics, cached, finishes):
+def spec(drafted, histogram):
+    """A RequestSpecDecodeMetrics look-alike: draft tokens proposed and the
+    verify steps per number of accepted drafts."""
+    return SimpleNamespace(num_spec_tokens=len(histogram) - 1, histogram=list(histogram), num_draft_tokens=drafted)
+
+
+def choice(index=0, finish_reason="stop", spec_metrics=None, with_attr=True):
+    c = SimpleNamespace(index=index, finish_reason=finish_reason)
+    if with_attr:  # vLLM before 0.29 has no spec_decode_metrics at all
+        c.spec_decode_metrics = spec_metrics
+    return c
+
+
+class Drafts(unittest.TestCase):
+    def response(self, prompt=12, completion=4):
+        return SimpleNamespace(usage=SimpleNamespace(prompt_tokens=prompt, completion_tokens=completion))
+
+    def test_build_with_drafts(self):
+        t = lt.build_timings(stats(), 100, 0, 40, (30, 21))
+        self.assertEqual(list(t), ORDER + ["draft_n", "draft_n_accepted"])
+        self.assertEqual((t["draft_n"], t["draft_n_accepted"]), (30, 21))
+        finite_and_serializable(self, t)
+
+    def test_bad_drafts_drop_only_the_draft_fields(self):
+        for bad in [(3, 5), (-1, 0), (2.5, 1), (True, 0), (1,), "ab", 7, (None, 1), object()]:
+            t = lt.build_timings(stats(), 100, 0, 40, bad)
+            self.assertEqual(list(t), ORDER, bad)
+
+    def test_output_with_spec_metrics(self):
+        # 4 verify steps with k=3: accepted 0, 2, 3, 1 drafts of 12 proposed.
+        res = SimpleNamespace(metrics=stats(), num_cached_tokens=2, outputs=[choice(spec_metrics=spec(12, [1, 1, 1, 1]))])
+        r = self.response()
+        lt.attach_output(r, res)
+        self.assertEqual((r.timings["draft_n"], r.timings["draft_n_accepted"]), (12, 6))
+        self.assertEqual(r.timings["cache_n"], 2)
+        self.assertEqual(r.timings["prompt_n"], 10)
+
+    def test_versions_without_spec_metrics_have_no_draft_fields(self):
+        for c in [choice(with_attr=False), choice(spec_metrics=None)]:
+            r = self.response()
+            lt.attach_output(r, SimpleNamespace(metrics=stats(), num_cached_tokens=0, outputs=[c]))
+            self.assertEqual(list(r.timings), ORDER)
+
+    def test_n_choices_sum_or_nothing(self):
+        both = [choice(0, spec_metrics=spec(6, [0, 2, 1])), choice(1, spec_metrics=spec(4, [1, 1, 0]))]
+        r = self.response()
+        lt.attach_output(r, SimpleNamespace(metrics=stats(), num_cached_tokens=0, outputs=both))
+        self.assertEqual((r.timings["draft_n"], r.timings["draft_n_accepted"]), (10, 5))
+        # One choice without counts: a partial sum would under-report.
+        one = [choice(0, spec_metrics=spec(6, [0, 2, 1])), choice(1)]
+        r = self.response()
+        lt.attach_output(r, SimpleNamespace(metrics=stats(), num_cached_tokens=0, outputs=one))
+        self.assertNotIn("draft_n", r.timings)
+
+    def test_odd_spec_metrics(self):
+        for m in [SimpleNamespace(), spec(3, [0, 0, 5]), spec(-1, [1]), SimpleNamespace(num_draft_tokens=3, histogram=None),
+                  SimpleNamespace(num_draft_tokens=3, histogram=[1, "x"]), object()]:
+            r = self.response()
+            lt.attach_output(r, SimpleNamespace(metrics=stats(), num_cached_tokens=0, outputs=[choice(spec_metrics=m)]))
+            self.assertEqual(list(r.timings), ORDER, m)
+
+    def test_batch(self):
+        outs = [
+            SimpleNamespace(metrics=stats(), num_cached_tokens=0, outputs=[choice(spec_metrics=spec(5, [1, 2]))]),
+            SimpleNamespace(metrics=stats(), num_cached_tokens=0, outputs=[choice(spec_metrics=spec(4, [0, 3]))]),
+        ]
+        r = self.response()
+        lt.attach_batch(r, outs)
+        self.assertEqual((r.timings["draft_n"], r.timings["draft_n_accepted"]), (9, 5))
+        outs[1].outputs = [choice()]
+        r = self.response()
+        lt.attach_batch(r, outs)
+        self.assertNotIn("draft_n", r.timings)
+
+    def test_attach_output_never_raises(self):
+        class Boom:
+            def __getattr__(self, name):
+                raise RuntimeError(name)
+
+        r = self.response()
+        lt.attach_output(r, Boom())
+        lt.attach_output(r, None)
+        self.assertFalse(hasattr(r, "timings"))
+
+
+class LinkMetrics(unittest.TestCase):
+    def test_sets_missing_metrics(self):
+        s = stats()
+        o = SimpleNamespace(metrics=None)
+        lt.link_metrics(o, s)
+        self.assertIs(o.metrics, s)
+
+    def test_keeps_existing_metrics(self):
+        mine, other = stats(), stats()
+        o = SimpleNamespace(metrics=mine)
+        lt.link_metrics(o, other)
+        self.assertIs(o.metrics, mine)
+
+    def test_leaves_outputs_without_the_attribute(self):
+        o = SimpleNamespace(request_id="pooling")  # PoolingRequestOutput has no metrics
+        lt.link_metrics(o, stats())
+        self.assertFalse(hasattr(o, "metrics"))
+
+    def test_no_stats(self):
+        o = SimpleNamespace(metrics=None)
+        lt.link_metrics(o, None)
+        self.assertIsNone(o.metrics)
+
+    def test_never_raises(self):
+        class Frozen:
+            metrics = None
+
+            def __setattr__(self, name, value):
+                raise AttributeError(name)
+
+        lt.link_metrics(Frozen(), stats())
+        lt.link_metrics(None, stats())
+
+
+def out(request_id, metrics, cached, finishes, specs=None):
+    outputs = [SimpleNamespace(index=i, finish_reason=f) for i, f in finishes]
+    for o, m in zip(outputs, specs or ()):
+        o.spec_decode_metrics = m
     return SimpleNamespace(
         request_id=request_id,
         metrics=metrics,
         num_cached_tokens=cached,
-        outputs=[SimpleNamespace(index=i, finish_reason=f) for i, f in finishes],
+        outputs=outputs,
     )
 
 
@@ -224,6 +346,29 @@ class Tracker(unittest.TestCase):
         chunk = SimpleNamespace()
         tr.attach(chunk, 10, 5)
         self.assertFalse(hasattr(chunk, "timings"))
+
+    def test_stream_draft_counts_come_with_the_finish(self):
+        s = stats()
+        tr = lt.StreamTracker()
+        tr.observe(out("r", s, 0, [(0, None)], [None]))
+        tr.observe(out("r", s, 0, [(0, "stop")], [spec(8, [1, 0, 2])]))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 10, 5)
+        self.assertEqual((chunk.timings["draft_n"], chunk.timings["draft_n_accepted"]), (8, 4))
+
+    def test_stream_drafts_absent_unless_every_choice_has_them(self):
+        a, b = stats(), stats()
+        tr = lt.StreamTracker()
+        tr.observe(out("r", a, 0, [(0, "stop")], [spec(8, [1, 0, 2])]))
+        tr.observe(out("r", b, 0, [(1, "stop")]))  # its counts were lost
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 10, 5)
+        self.assertIn("timings", vars(chunk))
+        self.assertNotIn("draft_n", chunk.timings)
+        tr.observe(out("r", b, 0, [(1, "stop")], [spec(2, [0, 1, 0])]))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 10, 5)
+        self.assertEqual((chunk.timings["draft_n"], chunk.timings["draft_n_accepted"]), (10, 5))
 
     def test_observe_odd_objects(self):
         tr = lt.StreamTracker()

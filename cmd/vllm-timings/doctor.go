@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vllm-timings/vllm-timings/patcher"
+)
+
+// --- doctor ---
+
+type doctorOptions struct {
+	vllmFlags
+	skeleton string
+	out      io.Writer
+}
+
+func newCmdDoctor(out io.Writer, runF func(*doctorOptions) error) *cobra.Command {
+	o := &doctorOptions{out: out}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Explain why no patch set fits this vLLM, and write one to adapt",
+		Long: `Check every patch set against the installed vLLM, anchor by anchor, and
+report. When a set fits, doctor says which and that apply will use it. When
+none fits, it shows for each edit of the closest set(s) whether its anchor
+matched, and for each one that did not: what it wanted, what is there, and
+the closest statements in the file with the def or class that holds them.
+
+It then prints a patch set to adapt (or writes it to --skeleton FILE): the
+closest set's HCL, renamed for this vLLM, with a comment at every anchor
+that missed. Change those anchors, check with
+"vllm-timings apply --dry-run --patchset FILE" and pass the file to apply
+with --patchset. Until adapted, the skeleton fails exactly as the set it
+came from, so it never patches a vLLM by accident.
+
+doctor writes nothing to vLLM. It exits 0 when it could check the tree,
+whether or not a set fits; "apply --dry-run" tells a script whether one
+does.`,
+		Example: `  vllm-timings doctor --vllm-dir /usr/local/lib/python3.12/dist-packages/vllm
+  vllm-timings doctor --skeleton my-nightly.hcl && $EDITOR my-nightly.hcl
+  vllm-timings apply --dry-run --patchset my-nightly.hcl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return doctorRun(o)
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().StringVar(&o.skeleton, "skeleton", "", "write the patch set to adapt to this file instead of printing it")
+	return cmd
+}
+
+func doctorRun(o *doctorOptions) error {
+	s, err := openSession(o.options())
+	if err != nil {
+		return err
+	}
+	d := s.Diagnose()
+	d.WriteReport(o.out)
+	if d.Chosen != nil || len(d.Closest) == 0 {
+		return nil
+	}
+	skel, err := s.Skeleton(d.Closest[0])
+	if err != nil {
+		return err
+	}
+	if o.skeleton != "" {
+		if err := os.WriteFile(o.skeleton, skel, 0o644); err != nil {
+			return &patcher.Error{Kind: patcher.KindFS, Msg: fmt.Sprintf("cannot write the skeleton: %v", err)}
+		}
+		fmt.Fprintf(o.out, "\nWrote a patch set to adapt, from %q, to %s.\n", d.Closest[0].Set.Name, o.skeleton)
+		fmt.Fprintf(o.out, "Change the anchors its comments point at, then: vllm-timings apply --dry-run --patchset %s\n", o.skeleton)
+		return nil
+	}
+	fmt.Fprintf(o.out, "\nA patch set to adapt, from %q (save it, change the anchors its comments point at, then pass it with --patchset):\n\n", d.Closest[0].Set.Name)
+	_, err = o.out.Write(skel)
+	return err
+}
