@@ -1,6 +1,8 @@
 package modules
 
 import (
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
+
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -22,14 +24,7 @@ const libEnv = "VLLM_TIMINGS_NIXPKGS_LIB"
 // it under CI=true, where .ci/run installs nix-bin).
 func nixInstantiate(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("nix-instantiate")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("nix-instantiate not found; CI must install Debian's nix-bin (see .ci/run)")
-		}
-		t.Skip("SKIPPED: nix-instantiate not found (install nix-bin); Nix files were not checked")
-	}
-	return p
+	return testtree.RequireTool(t, "nix-instantiate")
 }
 
 // TestNixFilesParse runs `nix-instantiate --parse` on every .nix file in the

@@ -1,6 +1,8 @@
 package nixgen
 
 import (
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
+
 	"bytes"
 	"encoding/json"
 	"os"
@@ -35,14 +37,7 @@ func nixEnv() []string {
 // passes without running nix-instantiate and bash.
 func needTool(t testing.TB, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not on PATH, and CI=true requires it (.ci/run installs nix-bin; bash must be installed)", name)
-		}
-		t.Skipf("skipping: %s is not on PATH (with CI=true this fails)", name)
-	}
-	return p
+	return testtree.RequireTool(t, name)
 }
 
 // nixInstantiate runs nix-instantiate with args and returns its stdout.

@@ -1,10 +1,11 @@
 package patcher
 
 import (
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
+
 	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,12 +117,7 @@ func TestDoctorSkeleton(t *testing.T) {
 		t.Fatal(err)
 	}
 	py := requireTool(t, "python3")
-	if err := exec.Command(py, "-c", "import pydantic").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pydantic is required in CI")
-		}
-		t.Skip("pydantic not installed")
-	}
+	testtree.RequirePythonModule(t, py, "pydantic")
 	res := driveServing(t, py, site)
 	for _, name := range []string{"chat_stream_usage", "chat_stream_no_usage", "chat_full"} {
 		found := false

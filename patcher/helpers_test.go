@@ -3,7 +3,6 @@ package patcher
 import (
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,14 +16,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/golden
 // missing tool is a failure: .ci/run installs everything the tests use.
 func requireTool(t testing.TB, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI but not installed; .ci/run should install it", name)
-		}
-		t.Skipf("%s not installed; skipping (CI installs it)", name)
-	}
-	return p
+	return testtree.RequireTool(t, name)
 }
 
 // fixture unpacks a fixture tree into a fresh directory and returns the

@@ -1,6 +1,8 @@
 package patcher
 
 import (
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -249,12 +251,7 @@ func TestDiffMatchesApply(t *testing.T) {
 // version reports them.
 func TestPatchedServing(t *testing.T) {
 	py := requireTool(t, "python3")
-	if err := exec.Command(py, "-c", "import pydantic").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pydantic is required in CI; .ci/run should install it")
-		}
-		t.Skip("pydantic not installed")
-	}
+	testtree.RequirePythonModule(t, py, "pydantic")
 	for _, fx := range fixtures {
 		t.Run(fx.name, func(t *testing.T) {
 			t.Parallel()
@@ -336,12 +333,7 @@ func TestPatchedServing(t *testing.T) {
 // RequestOutput.metrics stays None.
 func TestOutputProcessorEditIsNeeded(t *testing.T) {
 	py := requireTool(t, "python3")
-	if err := exec.Command(py, "-c", "import pydantic").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pydantic is required in CI; .ci/run should install it")
-		}
-		t.Skip("pydantic not installed")
-	}
+	testtree.RequirePythonModule(t, py, "pydantic")
 	site := fixture(t, "openai-modules-v0.10")
 	if _, err := open(t, site).Apply(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -19,13 +21,7 @@ import (
 // the strings must be identical. (nixgen's tests do the same for many more
 // inputs against the library; this one holds the command's output to it.)
 func TestCLIMatchesFragmentsNix(t *testing.T) {
-	nixBin, err := exec.LookPath("nix-instantiate")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("nix-instantiate is not on PATH, and CI=true requires it (.ci/run installs nix-bin)")
-		}
-		t.Skip("skipping: nix-instantiate is not on PATH (with CI=true this fails)")
-	}
+	nixBin := testtree.RequireTool(t, "nix-instantiate")
 	type set struct {
 		flags     []string       // nix fragments/model flags
 		fragments map[string]any // the same as fragments.nix arguments

@@ -1,6 +1,7 @@
-// Package testtree unpacks the fixture vLLM trees kept as txtar archives in
-// patcher/testdata/trees, and hashes trees so tests can show that a failed
-// run changed nothing.
+// Package testtree holds what the project's tests share: it unpacks the
+// fixture vLLM trees kept as txtar archives in patcher/testdata/trees,
+// hashes trees so tests can show that a failed run changed nothing, and
+// finds the external programs tests run (skipped outside CI, failed in it).
 package testtree
 
 import (

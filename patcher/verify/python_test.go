@@ -1,6 +1,8 @@
 package verify_test
 
 import (
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -22,13 +24,7 @@ import (
 //
 // VLLM_TIMINGS_MODULE overrides the module's path.
 func TestPythonFakeServer(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is required in CI but not installed")
-		}
-		t.Skip("python3 not installed; skipping (CI has it)")
-	}
+	python := testtree.RequireTool(t, "python3")
 	module := os.Getenv("VLLM_TIMINGS_MODULE")
 	if module == "" {
 		module = filepath.Join("..", "patchsets", "llamacpp_timings.py")
