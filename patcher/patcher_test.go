@@ -271,6 +271,7 @@ func TestPatchedServing(t *testing.T) {
 				"chat_stream_no_stats": -1, "chat_stream_one_token": 1, "chat_stream_n2_spec": 8,
 				"completion_full_2_prompts": 0, "completion_full_no_stats": -1, "completion_full_spec": 0,
 				"completion_stream_usage": 6, "completion_stream_no_usage": 5, "completion_stream_spec": 5,
+				"completion_stream_n2_merged": 3,
 			}
 			// Draft counts from the driver's spec_decode_metrics: 4 of 8 per
 			// choice, summed over choices and prompts.

@@ -252,7 +252,7 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 choice = {"index": 0, "text": piece, "finish_reason": finish}
             out = chunk(choice)
-            if finish is not None and not include_usage and tracker.finished(1):
+            if finish is not None and not include_usage and tracker.finish_chunk(1):
                 holder = SimpleNamespace()
                 tracker.attach(holder, req.prompt_tokens, n)
                 if getattr(holder, "timings", None) is not None:

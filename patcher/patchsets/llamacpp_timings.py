@@ -291,13 +291,14 @@ class StreamTracker:
     (one per child of an n>1 request).
     """
 
-    __slots__ = ("_stats", "_cached", "_finished", "_spec")
+    __slots__ = ("_stats", "_cached", "_finished", "_spec", "_finish_chunks")
 
     def __init__(self):
         self._stats = {}
         self._cached = {}
         self._finished = set()
         self._spec = {}
+        self._finish_chunks = 0
 
     def observe(self, output):
         try:
@@ -318,9 +319,17 @@ class StreamTracker:
         except Exception:  # noqa: BLE001
             pass
 
-    def finished(self, expected):
-        """True once ``expected`` choices have reported a finish_reason."""
-        return len(self._finished) >= expected
+    def finish_chunk(self, expected):
+        """Count one chunk that carries a finish_reason, as it is built.
+
+        True for exactly one chunk: the one that completes ``expected``
+        choices, which is the last the stream sends. Chunks are counted, not
+        the finish reasons observed, because vLLM can hand over several
+        choices' last tokens in one RequestOutput: all of those are observed
+        before the first of their chunks is built.
+        """
+        self._finish_chunks += 1
+        return self._finish_chunks == expected
 
     def attach(self, chunk, prompt_tokens=None, predicted_tokens=None):
         """Set ``chunk.timings`` from everything observed so far."""

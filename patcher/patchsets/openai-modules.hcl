@@ -94,7 +94,7 @@ patchset "openai-modules-v0.10" {
       match = "chunk = CompletionStreamResponse("
       at    = "after"
       code  = <<-PY
-        if not include_usage and finish_reason is not None and _llamacpp_tracker.finished(num_choices * num_prompts):
+        if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * num_prompts):
             _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))
       PY
     }
@@ -221,7 +221,7 @@ patchset "openai-modules" {
       match = "chunk = CompletionStreamResponse("
       at    = "after"
       code  = <<-PY
-        if not include_usage and finish_reason is not None and _llamacpp_tracker.finished(num_choices * num_prompts):
+        if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * num_prompts):
             _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))
       PY
     }

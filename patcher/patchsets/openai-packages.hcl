@@ -95,7 +95,7 @@ patchset "openai-packages" {
       match = "chunk = CompletionStreamResponse("
       at    = "after"
       code  = <<-PY
-        if not include_usage and finish_reason is not None and _llamacpp_tracker.finished(num_choices * num_prompts):
+        if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * num_prompts):
             _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))
       PY
     }
@@ -197,7 +197,7 @@ patchset "openai-packages-raw-stream" {
       match = "chunk = CompletionStreamResponse("
       at    = "after"
       code  = <<-PY
-        if not include_usage and finish_reason is not None and _llamacpp_tracker.finished(num_choices * num_prompts):
+        if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * num_prompts):
             _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))
       PY
     }

@@ -213,6 +213,17 @@ async def main():
         await cmpl.create_completion(req(stream=True), agen(prompts()), 2))
     out["completion_stream_spec"] = await collect(
         await cmpl.create_completion(req(stream=True), agen(prompts(spec=True)), 2))
+
+    def merged_final():
+        # n=2, and vLLM hands over both choices' last tokens in one
+        # RequestOutput (its collector merges what a slow client has not
+        # taken): both finish reasons arrive before either chunk is built.
+        outs = engine("cmpl-m", 8, 0, [stats(50.0, 50.2), stats(50.0, 50.25)], 2, n=2)
+        outs[-2].outputs = list(outs[-2].outputs) + list(outs[-1].outputs)
+        return [(0, o) for o in outs[:-1]]
+
+    out["completion_stream_n2_merged"] = await collect(
+        await cmpl.create_completion(req(stream=True, n=2), agen(merged_final()), 1))
     json.dump(out, sys.stdout, indent=1, sort_keys=False)
     sys.stdout.write("\n")
 

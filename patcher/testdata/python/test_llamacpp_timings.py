@@ -310,9 +310,8 @@ class Tracker(unittest.TestCase):
         s = stats()
         tr = lt.StreamTracker()
         tr.observe(out("r", s, 3, [(0, None)]))
-        self.assertFalse(tr.finished(1))
         tr.observe(out("r", s, 3, [(0, "stop")]))
-        self.assertTrue(tr.finished(1))
+        self.assertTrue(tr.finish_chunk(1))
         chunk = SimpleNamespace()
         tr.attach(chunk, 10, 5)
         self.assertEqual(chunk.timings["cache_n"], 3)
@@ -324,13 +323,22 @@ class Tracker(unittest.TestCase):
         tr.observe(out("r", a, 4, [(0, None)]))
         tr.observe(out("r", b, 8, [(1, None)]))
         tr.observe(out("r", a, 4, [(0, "stop")]))
-        self.assertFalse(tr.finished(2))
+        self.assertFalse(tr.finish_chunk(2))
         tr.observe(out("r", b, 8, [(1, "length")]))
-        self.assertTrue(tr.finished(2))
+        self.assertTrue(tr.finish_chunk(2))
         chunk = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=6))
         tr.attach(chunk)
         self.assertEqual(chunk.timings["cache_n"], 4)
         self.assertAlmostEqual(chunk.timings["predicted_ms"], 1500.0)
+
+    def test_merged_final_output_marks_only_the_last_chunk(self):
+        # vLLM may deliver both choices' last tokens in one RequestOutput:
+        # both finish reasons are observed before either chunk is built.
+        s = stats()
+        tr = lt.StreamTracker()
+        tr.observe(out("r", s, 0, [(0, "stop"), (1, "length")]))
+        self.assertEqual([tr.finish_chunk(2), tr.finish_chunk(2)], [False, True])
+        self.assertFalse(tr.finish_chunk(2), "a chunk after the last must not get timings")
 
     def test_multi_prompt_sums_cache_per_request(self):
         tr = lt.StreamTracker()
@@ -375,7 +383,9 @@ class Tracker(unittest.TestCase):
         tr.observe(None)
         tr.observe(object())
         tr.observe(SimpleNamespace(outputs=None))
-        self.assertFalse(tr.finished(1))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 10, 5)
+        self.assertFalse(hasattr(chunk, "timings"))
 
 
 if __name__ == "__main__":
