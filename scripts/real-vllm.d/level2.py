@@ -1,7 +1,11 @@
 """Level 2: vLLM's own serving classes, patched, with a fake engine client.
 
-    python level2.py run OUT.json        # drive the installed vLLM, write bodies
+    python level2.py run OUT.json [SITE_DIR]   # drive vLLM, write the responses
     python level2.py check PATCHED.json UNPATCHED.json
+
+SITE_DIR, if given, is put first on sys.path: a directory holding a vllm/
+(a wheel's Python files), run with the dependencies of the interpreter's
+environment; without it the installed vllm is used.
 
 "run" builds the real OpenAIServingChat and OpenAIServingCompletion of the
 installed vLLM (their own __init__, with a fake engine client, model config
@@ -493,7 +497,9 @@ def check(patched_path, unpatched_path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "run":
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "run":
+        if len(sys.argv) == 4:
+            sys.path.insert(0, sys.argv[3])
         run(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "check":
         sys.exit(check(sys.argv[2], sys.argv[3]))
