@@ -27,7 +27,9 @@ list of its data: events.
     usage.prompt_tokens, predicted_n == usage.completion_tokens;
   * without stats (--disable-log-stats), there are no timings;
   * with the timings removed, every patched response equals the unpatched
-    one: the patch adds one key and changes nothing else.
+    one (a stream's events as a multiset: how two prompts' events
+    interleave is up to vLLM's merge of the engine streams): the patch adds
+    one key and changes nothing else.
 Known defects of the patch (KNOWN_DEFECTS) are reported as XFAIL unless
 REAL_VLLM_STRICT=1. Exit status 0 when everything passes.
 """
@@ -454,7 +456,10 @@ def check(patched_path, unpatched_path):
                 n_gen = sum(len(c.get("token_ids") or []) or 1 for e in events for c in e.get("choices", [])
                             if c.get("text") or c.get("delta", {}).get("content"))
                 usage = {"prompt_tokens": n_prompt, "completion_tokens": n_gen, "_counted": True}
-            same = _normalize(_strip_timings(events)) == _normalize(u["events"])
+            # Order-insensitive: with two prompts, how their events interleave
+            # depends on vLLM's merge of the two engine streams, not on the patch.
+            same = (sorted(json.dumps(e, sort_keys=True) for e in _normalize(_strip_timings(events)))
+                    == sorted(json.dumps(e, sort_keys=True) for e in _normalize(u["events"])))
         else:
             got = p["body"].get("timings")
             if p["body_json"].get("timings") != got:

@@ -1,9 +1,10 @@
 # TEMPORARY patch sets for scripts/real-vllm, until the versions branch
 # brings embedded sets for vLLM 0.26 and later. Only scripts/real-vllm
-# passes this file (--patchset); delete it once the embedded sets fit
-# 0.31.0-0.34.0. The sets are the embedded "openai-packages" with the
-# anchors moved where these releases moved the code:
-#   temporary-create-completion  0.31.0, 0.32.0: OpenAIServingCompletion's
+# passes this file (--patchset), and only after the embedded sets fail;
+# delete it once the embedded sets fit 0.26.0-0.34.0. The sets are the
+# embedded "openai-packages" with the anchors moved where these releases
+# moved the code:
+#   temporary-create-completion  0.26.0-0.32.0: OpenAIServingCompletion's
 #                                body is in _create_completion
 #   temporary-raw-stream         0.33.0, 0.34.0: the same, and the chat
 #                                stream loop is in chat_completion_stream_generator_raw,
@@ -11,7 +12,7 @@
 
 patchset "temporary-create-completion" {
   description = "TEMPORARY (scripts/real-vllm): timings for /v1/chat/completions and /v1/completions (chat_completion/ and completion/ packages)"
-  covers      = ["0.31.0", "0.32.0"]
+  covers      = ["0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0"]
 
   file "vllm/_llamacpp_timings.py" {
     create = builtin("llamacpp_timings.py")
