@@ -1,0 +1,512 @@
+"""Level 2: vLLM's own serving classes, patched, with a fake engine client.
+
+    python level2.py run OUT.json [SITE_DIR]   # drive vLLM, write the responses
+    python level2.py check PATCHED.json UNPATCHED.json
+
+SITE_DIR, if given, is put first on sys.path: a directory holding a vllm/
+(a wheel's Python files), run with the dependencies of the interpreter's
+environment; without it the installed vllm is used.
+
+"run" builds the real OpenAIServingChat and OpenAIServingCompletion of the
+installed vLLM (their own __init__, with a fake engine client, model config
+and model registry), replaces only the prompt rendering (the online renderer, which needs a
+tokenizer and chat template) by a stub returning token-id prompts, and calls the public create_chat_completion / create_completion
+with real ChatCompletionRequest / CompletionRequest objects. The fake
+engine client's generate() yields real vllm.outputs.RequestOutput objects
+carrying real RequestStateStats with chosen timestamps, one step at a time
+(stats updated in place, as the engine does), or only the final output for
+a non-streaming request. Every scenario's response is written to OUT.json:
+a full response as model_dump() (what the server returns), a stream as the
+list of its data: events.
+
+"check" compares the two runs (the same vLLM, patched and then reverted):
+  * each patched response carries exactly the expected timings dict, where
+    llama-swap reads it (full body; final usage chunk with include_usage;
+    else the chunk with the last finish_reason) and nowhere else;
+  * it agrees with the response's own usage: prompt_n + cache_n ==
+    usage.prompt_tokens, predicted_n == usage.completion_tokens;
+  * without stats (--disable-log-stats), there are no timings;
+  * with the timings removed, every patched response equals the unpatched
+    one (a stream's events as a multiset: how two prompts' events
+    interleave is up to vLLM's merge of the engine streams): the patch adds
+    one key and changes nothing else.
+Known defects of the patch (KNOWN_DEFECTS) are reported as XFAIL unless
+REAL_VLLM_STRICT=1. Exit status 0 when everything passes.
+"""
+
+import asyncio
+import inspect
+import json
+import os
+import sys
+from types import SimpleNamespace
+
+# Engine clock (monotonic seconds). Multiples of 1/16 s, so every duration
+# below is exact in binary floating point and the expected dicts are exact.
+STEP = 0.0625
+
+
+def expected(prompt, cached, generated, prompt_ms, predicted_ms):
+    """The timings dict llama-server would send for these numbers."""
+    prompt_n = prompt - cached
+
+    def rates(n, ms):
+        return (ms / n, n * 1000.0 / ms) if n > 0 and ms > 0 else (0.0, 0.0)
+
+    ppt, pps = rates(prompt_n, prompt_ms)
+    gpt, gps = rates(generated, predicted_ms)
+    return {
+        "prompt_n": prompt_n,
+        "prompt_ms": prompt_ms,
+        "prompt_per_token_ms": ppt,
+        "prompt_per_second": pps,
+        "predicted_n": generated,
+        "predicted_ms": predicted_ms,
+        "predicted_per_token_ms": gpt,
+        "predicted_per_second": gps,
+        "cache_n": cached,
+    }
+
+
+# Each scenario: endpoint, request fields, and the engine requests behind it
+# (one per prompt): prompt length, cached tokens, tokens per choice, and per
+# choice (scheduled_ts, first_token_ts); the i-th token of a choice comes at
+# first_token_ts + i*STEP. "stats": False is a server run with
+# --disable-log-stats. "merge_final": the choices' last tokens come in one
+# RequestOutput (vLLM's output collector merges outputs a slow consumer has
+# not taken yet), otherwise each choice's output comes in its own.
+# "expect" is the timings dict, None for no timings.
+SCENARIOS = {
+    "chat full": dict(
+        chat=True, req={}, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
+        expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
+    "chat full no stats": dict(
+        chat=True, req={}, stats=False, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
+        expect=None),
+    "chat full one token": dict(
+        chat=True, req={}, prompts=[dict(len=10, cached=0, tokens=1, sched=[(100.0, 100.5)])],
+        expect=expected(10, 0, 1, 500.0, 0.0)),
+    "chat full all cached": dict(
+        chat=True, req={}, prompts=[dict(len=32, cached=32, tokens=4, sched=[(100.0, 100.125)])],
+        expect=expected(32, 32, 4, 125.0, 3 * STEP * 1000)),
+    "chat stream+usage": dict(
+        chat=True, req={"stream": True, "stream_options": {"include_usage": True}},
+        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
+        expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
+    "chat stream": dict(
+        chat=True, req={"stream": True}, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
+        expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
+    "chat stream+usage no stats": dict(
+        chat=True, req={"stream": True, "stream_options": {"include_usage": True}}, stats=False,
+        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=None),
+    "chat stream no stats": dict(
+        chat=True, req={"stream": True}, stats=False,
+        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=None),
+    # n=2: two children, the second scheduled with the first but its first
+    # token one step later; 4 tokens each. The interval runs from the
+    # earliest start to the latest end; counts are both choices'.
+    "chat stream+usage n=2": dict(
+        chat=True, req={"n": 2, "stream": True, "stream_options": {"include_usage": True}},
+        prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
+        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+    "chat stream n=2": dict(
+        chat=True, req={"n": 2, "stream": True},
+        prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
+        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+    "chat stream n=2 merged final": dict(
+        chat=True, req={"n": 2, "stream": True}, merge_final=True,
+        prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
+        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+    # A full n=2 response gets one RequestOutput, with one stats object (the
+    # first child's, as RequestOutput.add keeps it).
+    "chat full n=2": dict(
+        chat=True, req={"n": 2},
+        prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
+        expect=expected(16, 0, 8, 250.0, 3 * STEP * 1000)),
+    "completion full": dict(
+        chat=False, req={}, prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])],
+        expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
+    "completion full no stats": dict(
+        chat=False, req={}, stats=False, prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])],
+        expect=None),
+    "completion stream+usage": dict(
+        chat=False, req={"stream": True, "stream_options": {"include_usage": True}},
+        prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])],
+        expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
+    "completion stream": dict(
+        chat=False, req={"stream": True}, prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])],
+        expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
+    "completion stream no stats": dict(
+        chat=False, req={"stream": True, "stream_options": {"include_usage": True}}, stats=False,
+        prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])], expect=None),
+    # Two prompts: 8 (2 cached) and 6 (none) tokens; 2 and 4 generated.
+    "completion full 2 prompts": dict(
+        chat=False, req={}, prompts=[
+            dict(len=8, cached=2, tokens=2, sched=[(50.0, 50.1875)]),
+            dict(len=6, cached=0, tokens=4, sched=[(50.0, 50.3125)])],
+        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.1875) * 1000)),
+    "completion stream+usage 2 prompts": dict(
+        chat=False, req={"stream": True, "stream_options": {"include_usage": True}}, prompts=[
+            dict(len=8, cached=2, tokens=2, sched=[(50.0, 50.1875)]),
+            dict(len=6, cached=0, tokens=4, sched=[(50.0, 50.3125)])],
+        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.1875) * 1000)),
+    "completion stream 2 prompts": dict(
+        chat=False, req={"stream": True}, prompts=[
+            dict(len=8, cached=2, tokens=2, sched=[(50.0, 50.1875)]),
+            dict(len=6, cached=0, tokens=4, sched=[(50.0, 50.3125)])],
+        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.1875) * 1000)),
+    "completion stream n=2": dict(
+        chat=False, req={"n": 2, "stream": True},
+        prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
+        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+    "completion stream n=2 merged final": dict(
+        chat=False, req={"n": 2, "stream": True}, merge_final=True,
+        prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
+        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+}
+
+KNOWN_DEFECTS = {
+    # See client.py: both final chunks get timings when the last two choices
+    # finish in one RequestOutput. llama-swap reads the last, which is right.
+    "completion stream n=2 merged final": "timings on 2 events",
+}
+
+
+# ---------------------------------------------------------------- run
+
+def run(out_path):
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    from vllm.outputs import CompletionOutput, RequestOutput
+    from vllm.v1.metrics.stats import RequestStateStats
+
+    chat_mod = _import("vllm.entrypoints.openai.chat_completion.serving")
+    cmpl_mod = _import("vllm.entrypoints.openai.completion.serving")
+    patched = hasattr(chat_mod, "_llamacpp_timings")
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+    from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+
+    try:
+        from vllm.inputs.engine import tokens_input
+    except ImportError:  # older layouts
+        def tokens_input(ids):
+            return {"type": "token", "prompt_token_ids": ids}
+
+    def outputs_for(rid, p, stream, with_stats, n, merge_final):
+        """The RequestOutputs one engine request yields."""
+        ids = list(range(1, p["len"] + 1))
+        stats = []
+        for sched, first in p["sched"][:n]:
+            s = RequestStateStats(scheduled_ts=sched, queued_ts=sched, arrival_time=1.8e9)
+            s.first_token_ts = first
+            stats.append(s)
+        ends = [first + (p["tokens"] - 1) * STEP for _, first in p["sched"][:n]]
+
+        def ro(outs, finished, metrics):
+            return RequestOutput(
+                request_id=rid, prompt=None, prompt_token_ids=ids, prompt_logprobs=None,
+                outputs=outs, finished=finished, metrics=metrics if with_stats else None,
+                num_cached_tokens=p["cached"],
+            )
+
+        def co(idx, toks, finish):
+            return CompletionOutput(
+                index=idx, text="".join(f"t{t}" for t in toks), token_ids=list(toks),
+                cumulative_logprob=None, logprobs=None, finish_reason=finish,
+            )
+
+        if not stream:
+            # FINAL_ONLY: one output with everything; the engine has set the
+            # last token time by then.
+            for s, end in zip(stats, ends):
+                s.last_token_ts = end
+            outs = [co(i, range(p["tokens"]), "length") for i in range(n)]
+            return [ro(outs, True, stats[0])]
+
+        # DELTA: token by token; choice i's token t at first_i + t*STEP, in
+        # time order. Stats change in place, as the engine updates them.
+        events = sorted(
+            (first + t * STEP, i, t) for i, (_, first) in enumerate(p["sched"][:n]) for t in range(p["tokens"])
+        )
+        res = []
+        for ts, i, t in events:
+            last = t == p["tokens"] - 1
+            stats[i].last_token_ts = ts
+            res.append((i, last, ro([co(i, [t], "length" if last else None)], False, stats[i])))
+        if merge_final and n > 1:
+            # The final outputs of all choices, merged into the first of them.
+            finals = [r for _, last, r in res if last]
+            for r in finals[1:]:
+                finals[0].add(r, aggregate=False)
+            res = [x for x in res if not x[1]] + [(0, True, finals[0])]
+        out = [r for _, _, r in res]
+        out[-1].finished = True
+        return out
+
+    class FakeEngine:
+        """Just enough of vLLM's EngineClient for the serving classes."""
+
+        errored = False
+        dead_error = RuntimeError("dead")
+        is_running = True
+        vllm_config = None
+        input_processor = None
+
+        def __init__(self):
+            self.model_config = SimpleNamespace(
+                model="tiny", served_model_name="tiny", max_model_len=4096, hf_config=SimpleNamespace(model_type="llama"),
+                hf_text_config=SimpleNamespace(model_type="llama"), generation_config="auto",
+                override_generation_config={}, get_diff_sampling_param=lambda: {}, is_encoder_decoder=False,
+                is_multimodal_model=False, skip_tokenizer_init=False, logits_processors=None,
+                runner_type="generate", trust_remote_code=False, tokenizer="tiny", tokenizer_mode="auto",
+                multimodal_config=None, allowed_local_media_path="", allowed_media_domains=None,
+            )
+            self.renderer = SimpleNamespace(tokenizer=SimpleNamespace(decode=lambda ids, **k: ""), model_config=self.model_config)
+            self.script = None
+
+        def check_admission(self, n=1):
+            return None
+
+        async def is_tracing_enabled(self):
+            return False
+
+        def generate(self, engine_input, sampling_params, request_id, **kwargs):
+            stream_out = self.script["stream"]
+            idx = self.script["next"]
+            self.script["next"] += 1
+            p = self.script["prompts"][idx]
+            outs = outputs_for(request_id, p, stream_out, self.script["stats"], self.script["n"],
+                               self.script["merge_final"])
+
+            async def gen():
+                for o in outs:
+                    yield o
+                    await asyncio.sleep(0)
+
+            return gen()
+
+    class FakeModels:
+        """Stands for OpenAIServingModels where it cannot be built."""
+
+        lora_requests = {}
+
+        def model_name(self, lora_request=None):
+            return "tiny"
+
+        def is_base_model(self, name):
+            return name == "tiny"
+
+    def serving_models():
+        try:
+            from vllm.entrypoints.openai.models.serving import BaseModelPath, OpenAIServingModels
+
+            return build(OpenAIServingModels, engine_client=engine,
+                         base_model_paths=[BaseModelPath(name="tiny", model_path="tiny")])
+        except Exception as e:  # noqa: BLE001
+            print(f"level 2: using a stand-in for OpenAIServingModels ({type(e).__name__}: {e})")
+            return FakeModels()
+
+    def build(cls, **want):
+        """cls(...) through its own __init__, with the arguments it takes."""
+        sig = inspect.signature(cls.__init__)
+        args = {}
+        for name, par in list(sig.parameters.items())[1:]:
+            if name in want:
+                args[name] = want[name]
+            elif par.default is inspect.Parameter.empty and par.kind not in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
+                args[name] = None
+        return cls(**args)
+
+    class FakeOnlineRenderer:
+        """Stands for the renderer (tokenizer + chat template): token-id prompts."""
+
+        reasoning_effort_map = {}
+
+        async def render_chat(self, request):
+            prompts = engine.script["prompts"]
+            return [{"role": "user", "content": "hi"}], [tokens_input(list(range(1, prompts[0]["len"] + 1)))]
+
+        async def render_completion(self, request):
+            return [tokens_input(list(range(1, p["len"] + 1))) for p in engine.script["prompts"]]
+
+    engine = FakeEngine()
+    models = serving_models()
+    common = dict(engine_client=engine, models=models, request_logger=None, online_renderer=FakeOnlineRenderer(),
+                  enable_prompt_tokens_details=True)
+    chat = build(chat_mod.OpenAIServingChat, response_role="assistant", chat_template=None,
+                 chat_template_content_format="auto", **common)
+    cmpl = build(cmpl_mod.OpenAIServingCompletion, **common)
+
+    async def one(name, sc):
+        n = sc["req"].get("n", 1)
+        engine.script = dict(prompts=sc["prompts"], stream=sc["req"].get("stream", False), next=0,
+                             stats=sc.get("stats", True), n=n, merge_final=sc.get("merge_final", False))
+        fields = dict(model="tiny", max_tokens=64, temperature=0.0 if n == 1 else 1.0, **sc["req"])
+        if sc["chat"]:
+            req = ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields)
+            res = await chat.create_chat_completion(req, None)
+        else:
+            req = CompletionRequest(prompt="p" if len(sc["prompts"]) == 1 else ["p", "q"], **fields)
+            res = await cmpl.create_completion(req, None)
+        if hasattr(res, "model_dump") and not hasattr(res, "__aiter__"):
+            kind = type(res).__name__
+            return {"kind": kind, "body": json.loads(json.dumps(res.model_dump())),
+                    "body_json": json.loads(res.model_dump_json())}
+        events = []
+        async for line in res:
+            for part in line.split("\n"):
+                part = part.strip()
+                if part.startswith("data: ") and part != "data: [DONE]":
+                    events.append(json.loads(part[6:]))
+        return {"kind": "stream", "events": events}
+
+    async def main():
+        out = {"patched": patched, "scenarios": {}}
+        for name, sc in SCENARIOS.items():
+            out["scenarios"][name] = await one(name, sc)
+        return out
+
+    result = asyncio.run(main())
+    import vllm
+
+    result["vllm"] = vllm.__version__
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"level 2: drove {len(SCENARIOS)} scenarios through vLLM {vllm.__version__} "
+          f"({'patched' if patched else 'unpatched'}) -> {out_path}")
+
+
+def _import(name):
+    import importlib
+
+    return importlib.import_module(name)
+
+
+# ---------------------------------------------------------------- check
+
+def _close(a, b):
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def _same_timings(got, want):
+    if not isinstance(got, dict) or set(got) != set(want):
+        return False
+    for k, v in want.items():
+        g = got[k]
+        if k.endswith("_n"):
+            if not (isinstance(g, int) and g == v):
+                return False
+        elif not (isinstance(g, (int, float)) and _close(g, v)):
+            return False
+    return True
+
+
+def _normalize(v):
+    """Drop what differs between two runs by nature: creation time, ids."""
+    if isinstance(v, dict):
+        return {k: _normalize(x) for k, x in v.items() if k not in ("created", "id")}
+    if isinstance(v, list):
+        return [_normalize(x) for x in v]
+    return v
+
+
+def _strip_timings(v):
+    if isinstance(v, dict):
+        return {k: _strip_timings(x) for k, x in v.items() if k != "timings"}
+    if isinstance(v, list):
+        return [_strip_timings(x) for x in v]
+    return v
+
+
+def check(patched_path, unpatched_path):
+    with open(patched_path) as f:
+        pat = json.load(f)
+    with open(unpatched_path) as f:
+        unp = json.load(f)
+    strict = os.environ.get("REAL_VLLM_STRICT") == "1"
+    if not pat["patched"] or unp["patched"]:
+        print(f"FAIL: {patched_path} must come from a patched vLLM and {unpatched_path} from an unpatched one")
+        return 1
+    bad = xfail = 0
+    print(f"vLLM {pat['vllm']}: {len(SCENARIOS)} scenarios, patched against unpatched")
+    for name, sc in SCENARIOS.items():
+        p, u = pat["scenarios"][name], unp["scenarios"][name]
+        fails = []
+        if p["kind"] == "stream":
+            events = p["events"]
+            errors = [e for e in events if "error" in e or e.get("object") == "error"]
+            if errors:
+                fails.append(f"error event: {errors[0]}")
+            with_t = [i for i, e in enumerate(events) if "timings" in e]
+            usage = next((e["usage"] for e in reversed(events) if e.get("usage")), None)
+            include_usage = sc["req"].get("stream_options", {}).get("include_usage")
+            if sc["expect"] is not None and with_t:
+                if include_usage:
+                    where = [i for i, e in enumerate(events) if e.get("usage") and not e.get("choices")]
+                else:
+                    where = [i for i, e in enumerate(events) for c in e.get("choices", []) if c.get("finish_reason")]
+                if not where or with_t[-1] != where[-1]:
+                    fails.append(f"timings on event {with_t[-1]}, expected on {where[-1:] or 'none'}")
+            bodies = [events[i] for i in with_t]
+            got = bodies[-1]["timings"] if bodies else None
+            if len(with_t) > 1:
+                fails.append(f"timings on {len(with_t)} events: {with_t}")
+            # Counts of a stream without usage: prompt once, every token.
+            if usage is None:
+                n_prompt = sum(pp["len"] for pp in sc["prompts"])
+                n_gen = sum(len(c.get("token_ids") or []) or 1 for e in events for c in e.get("choices", [])
+                            if c.get("text") or c.get("delta", {}).get("content"))
+                usage = {"prompt_tokens": n_prompt, "completion_tokens": n_gen, "_counted": True}
+            # Order-insensitive: with two prompts, how their events interleave
+            # depends on vLLM's merge of the two engine streams, not on the patch.
+            same = (sorted(json.dumps(e, sort_keys=True) for e in _normalize(_strip_timings(events)))
+                    == sorted(json.dumps(e, sort_keys=True) for e in _normalize(u["events"])))
+        else:
+            got = p["body"].get("timings")
+            if p["body_json"].get("timings") != got:
+                fails.append("model_dump_json and model_dump disagree on timings")
+            usage = p["body"].get("usage")
+            same = (_normalize(_strip_timings(p["body"])) == _normalize(u["body"])
+                    and _normalize(_strip_timings(p["body_json"])) == _normalize(u["body_json"]))
+        if not same:
+            fails.append("apart from timings, the patched response differs from the unpatched one")
+        want = sc["expect"]
+        if want is None:
+            if got is not None:
+                fails.append(f"timings without stats: {got}")
+        elif got is None:
+            fails.append("no timings")
+        else:
+            if not _same_timings(got, want):
+                fails.append(f"timings {got} != expected {want}")
+            if usage and got["prompt_n"] + got["cache_n"] != usage["prompt_tokens"]:
+                fails.append(f"prompt_n + cache_n = {got['prompt_n'] + got['cache_n']} != usage.prompt_tokens {usage['prompt_tokens']}")
+            if usage and not usage.get("_counted") and got["predicted_n"] != usage["completion_tokens"]:
+                fails.append(f"predicted_n {got['predicted_n']} != usage.completion_tokens {usage['completion_tokens']}")
+        known = KNOWN_DEFECTS.get(name)
+        xf = [f for f in fails if known and not strict and f.startswith(known)]
+        fails = [f for f in fails if f not in xf]
+        shown = "" if got is None else (f"prompt_n={got['prompt_n']} cache_n={got['cache_n']} "
+                                        f"predicted_n={got['predicted_n']} prompt_ms={got['prompt_ms']:g} "
+                                        f"predicted_ms={got['predicted_ms']:g}")
+        status = "FAIL" if fails else "XFAIL" if xf else "ok  "
+        print(f"{status} {name}: {shown or 'no timings'}"
+              + (f" | usage {usage.get('prompt_tokens')}/{usage.get('completion_tokens')}" if usage else ""))
+        for f in fails:
+            print(f"     {f}")
+        for f in xf:
+            print(f"     known defect: {f}")
+        bad += bool(fails)
+        xfail += bool(xf) and not fails
+    print(f"{len(SCENARIOS) - bad} passed, {bad} failed" + (f" ({xfail} known defects)" if xfail else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "run":
+        if len(sys.argv) == 4:
+            sys.path.insert(0, sys.argv[3])
+        run(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "check":
+        sys.exit(check(sys.argv[2], sys.argv[3]))
+    else:
+        sys.exit(__doc__)
