@@ -73,16 +73,7 @@ CONTEXT = (
 
 # request name -> (start of the failure message, why). Each entry is a defect
 # of the patch found by this harness and not fixed yet.
-KNOWN_DEFECTS = {
-    "completion n=2 stream": (
-        "timings on 2 events",
-        "completion stream without include_usage, n>1: when the last two choices "
-        "finish in the same engine step, both chunks get timings (the first with "
-        "predicted_n short by the other choice's last token); llama-swap reads the "
-        "last one, which is right. StreamTracker.finished() counts finish_reasons "
-        "observed on the RequestOutput, before the chunks for them are sent",
-    ),
-}
+KNOWN_DEFECTS = {}
 
 
 def post(url, payload, timeout):

@@ -165,11 +165,7 @@ SCENARIOS = {
         expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
 }
 
-KNOWN_DEFECTS = {
-    # See client.py: both final chunks get timings when the last two choices
-    # finish in one RequestOutput. llama-swap reads the last, which is right.
-    "completion stream n=2 merged final": "timings on 2 events",
-}
+KNOWN_DEFECTS = {}
 
 
 # ---------------------------------------------------------------- run
