@@ -295,7 +295,7 @@ func convertEdit(r rawEdit) (Edit, hcl.Diagnostics) {
 	if strings.TrimSpace(code) == "" {
 		errAt(rangeOf("code"), "Empty code", "An edit must insert at least one line of Python.")
 	}
-	if strings.Contains(code, markerBegin) || strings.Contains(code, markerEnd) {
+	if strings.Contains(code, MarkerBegin) || strings.Contains(code, MarkerEnd) {
 		errAt(rangeOf("code"), "Code contains a marker", "The inserted code must not contain vllm-timings' own marker comments.")
 	}
 	e.Code = code
@@ -341,10 +341,11 @@ func checkStatement(match, regex string, rangeOf func(string) hcl.Range, errAt f
 	return re
 }
 
-// These must match the markers the patcher writes.
+// MarkerBegin and MarkerEnd open and close every block the patcher
+// inserts; inserted code may not contain them.
 const (
-	markerBegin = "# >>> vllm-timings"
-	markerEnd   = "# <<< vllm-timings"
+	MarkerBegin = "# >>> vllm-timings"
+	MarkerEnd   = "# <<< vllm-timings"
 )
 
 // dedent removes the common leading whitespace of the non-blank lines and
