@@ -185,11 +185,8 @@ func readFunc(name string, fsys fs.FS) function.Function {
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
 func convert(r rawPatchSet, filename string) (*PatchSet, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	errAt := func(rng hcl.Range, summary, detail string) {
-		rr := rng
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rr})
-	}
+	b := newBlock(nil, r.DefRange)
+	errAt := b.errAt
 	ps := &PatchSet{Name: r.Name, Description: r.Description, Covers: r.Covers, Source: filename, Range: r.DefRange}
 	if !nameRE.MatchString(r.Name) {
 		errAt(r.DefRange, "Invalid patch set name", fmt.Sprintf("%q: use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit.", r.Name))
@@ -220,7 +217,7 @@ func convert(r rawPatchSet, filename string) (*PatchSet, hcl.Diagnostics) {
 		seenEdit := map[string]bool{}
 		for _, re := range rf.Edits {
 			e, d := convertEdit(re)
-			diags = append(diags, d...)
+			b.diags = append(b.diags, d...)
 			if seenEdit[re.Name] {
 				errAt(re.DefRange, "Duplicate edit name", fmt.Sprintf("Edit %q appears twice in %s; names identify edits in markers and messages, so each must be unique in its file.", re.Name, rf.Path))
 			}
@@ -229,7 +226,7 @@ func convert(r rawPatchSet, filename string) (*PatchSet, hcl.Diagnostics) {
 		}
 		for _, rr := range rf.Requires {
 			q, d := convertRequire(rr)
-			diags = append(diags, d...)
+			b.diags = append(b.diags, d...)
 			if seenEdit[rr.Name] {
 				errAt(rr.DefRange, "Duplicate edit name", fmt.Sprintf("%q appears twice in %s; edit and require names identify anchors in messages, so each must be unique in its file.", rr.Name, rf.Path))
 			}
@@ -238,24 +235,42 @@ func convert(r rawPatchSet, filename string) (*PatchSet, hcl.Diagnostics) {
 		}
 		ps.Files = append(ps.Files, f)
 	}
-	return ps, diags
+	return ps, b.diags
+}
+
+// block collects the diagnostics of one HCL block and finds the range of
+// an attribute in it, so a message points at the attribute's line and
+// falls back to the block's header.
+type block struct {
+	attrs hcl.Attributes
+	def   hcl.Range
+	diags hcl.Diagnostics
+}
+
+func newBlock(body hcl.Body, def hcl.Range) *block {
+	b := &block{def: def}
+	if body != nil {
+		b.attrs, _ = body.JustAttributes()
+	}
+	return b
+}
+
+func (b *block) rangeOf(name string) hcl.Range {
+	if a, ok := b.attrs[name]; ok {
+		return a.Range
+	}
+	return b.def
+}
+
+func (b *block) errAt(rng hcl.Range, summary, detail string) {
+	b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rng})
 }
 
 var editNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 func convertEdit(r rawEdit) (Edit, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	attrs, _ := r.Body.JustAttributes()
-	rangeOf := func(name string) hcl.Range {
-		if a, ok := attrs[name]; ok {
-			return a.Range
-		}
-		return r.DefRange
-	}
-	errAt := func(rng hcl.Range, summary, detail string) {
-		rr := rng
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rr})
-	}
+	b := newBlock(r.Body, r.DefRange)
+	rangeOf, errAt := b.rangeOf, b.errAt
 	e := Edit{Name: r.Name, Range: r.DefRange, CodeRange: rangeOf("code")}
 	if !editNameRE.MatchString(r.Name) {
 		errAt(r.DefRange, "Invalid edit name", fmt.Sprintf("%q: use letters, digits, '.', '_' and '-'; the name is written into the marker comments.", r.Name))
@@ -283,7 +298,7 @@ func convertEdit(r rawEdit) (Edit, hcl.Diagnostics) {
 	case at != pysrc.AfterImports && valid && (r.Match == "") == (r.Regex == ""):
 		errAt(r.DefRange, "Anchor needs one statement", "Give exactly one of match (a literal prefix of the statement's first line) or regex.")
 	}
-	e.Anchor.Regex = checkStatement(r.Match, r.Regex, rangeOf, errAt)
+	e.Anchor.Regex = checkStatement(r.Match, r.Regex, b)
 	switch r.OnMissing {
 	case "", "fail":
 	case "skip":
@@ -299,22 +314,12 @@ func convertEdit(r rawEdit) (Edit, hcl.Diagnostics) {
 		errAt(rangeOf("code"), "Code contains a marker", "The inserted code must not contain vllm-timings' own marker comments.")
 	}
 	e.Code = code
-	return e, diags
+	return e, b.diags
 }
 
 func convertRequire(r rawRequire) (Require, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	attrs, _ := r.Body.JustAttributes()
-	rangeOf := func(name string) hcl.Range {
-		if a, ok := attrs[name]; ok {
-			return a.Range
-		}
-		return r.DefRange
-	}
-	errAt := func(rng hcl.Range, summary, detail string) {
-		rr := rng
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rr})
-	}
+	b := newBlock(r.Body, r.DefRange)
+	errAt := b.errAt
 	q := Require{Name: r.Name, Range: r.DefRange, Anchor: pysrc.Anchor{Scope: r.In, After: r.After, Match: r.Match, Contains: r.Contains, Lacks: r.Lacks}}
 	if !editNameRE.MatchString(r.Name) {
 		errAt(r.DefRange, "Invalid require name", fmt.Sprintf("%q: use letters, digits, '.', '_' and '-'.", r.Name))
@@ -322,21 +327,21 @@ func convertRequire(r rawRequire) (Require, hcl.Diagnostics) {
 	if (r.Match == "") == (r.Regex == "") {
 		errAt(r.DefRange, "Anchor needs one statement", "Give exactly one of match (a literal prefix of the statement's first line) or regex.")
 	}
-	q.Anchor.Regex = checkStatement(r.Match, r.Regex, rangeOf, errAt)
-	return q, diags
+	q.Anchor.Regex = checkStatement(r.Match, r.Regex, b)
+	return q, b.diags
 }
 
 // checkStatement validates match and regex and compiles the regex.
-func checkStatement(match, regex string, rangeOf func(string) hcl.Range, errAt func(hcl.Range, string, string)) *regexp.Regexp {
+func checkStatement(match, regex string, b *block) *regexp.Regexp {
 	if strings.TrimSpace(match) != match && match != "" {
-		errAt(rangeOf("match"), "Match has surrounding whitespace", "match is compared with the statement's first line after its indentation; remove leading and trailing spaces.")
+		b.errAt(b.rangeOf("match"), "Match has surrounding whitespace", "match is compared with the statement's first line after its indentation; remove leading and trailing spaces.")
 	}
 	if regex == "" {
 		return nil
 	}
 	re, err := regexp.Compile(regex)
 	if err != nil {
-		errAt(rangeOf("regex"), "Invalid regular expression", err.Error()+" (RE2 syntax: https://github.com/google/re2/wiki/Syntax).")
+		b.errAt(b.rangeOf("regex"), "Invalid regular expression", err.Error()+" (RE2 syntax: https://github.com/google/re2/wiki/Syntax).")
 	}
 	return re
 }
