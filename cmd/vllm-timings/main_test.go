@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -15,7 +16,13 @@ var updateScripts = flag.Bool("u", false, "update testscript output files (cmp a
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"vllm-timings": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+		"vllm-timings": func() {
+			// One OS thread for the command's work, so that strace's
+			// per-thread call counts (reliability_test.go) are the same
+			// in every run.
+			runtime.LockOSThread()
+			os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		},
 	})
 }
 
