@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,15 +16,38 @@ import (
 type vllmFlags struct {
 	vllmDir   string
 	patchsets []string
+	lockWait  time.Duration
+	cmd       *cobra.Command
 }
 
 func (f *vllmFlags) register(cmd *cobra.Command) {
+	f.cmd = cmd
 	cmd.Flags().StringVar(&f.vllmDir, "vllm-dir", "", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
 	cmd.Flags().StringArrayVar(&f.patchsets, "patchset", nil, "an extra patch set (.hcl), tried before the embedded ones; repeatable")
 }
 
+// registerLock adds --lock-wait to commands that write.
+func (f *vllmFlags) registerLock(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.lockWait, "lock-wait", patcher.DefaultLockWait, "how long to wait for another vllm-timings run on the same tree to finish (exit 30 after that)")
+}
+
+// check refuses flag values that would silently mean something else.
+func (f *vllmFlags) check() error {
+	if f.cmd != nil && f.cmd.Flags().Changed("vllm-dir") && strings.TrimSpace(f.vllmDir) == "" {
+		return usageErrorf("--vllm-dir is empty (an unset variable in the command line?); pass the vllm package directory, or leave the flag out to search for vLLM")
+	}
+	return nil
+}
+
 func (f *vllmFlags) options() patcher.Options {
-	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir}, PatchSets: f.patchsets}
+	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir}, PatchSets: f.patchsets, LockWait: f.lockWait}
+}
+
+// warn prints the session's warnings.
+func warn(w io.Writer, s *patcher.Session) {
+	for _, m := range s.Warnings {
+		logf(w, "warning: %s", m)
+	}
 }
 
 // openSession is patcher.Open; commands call it through their options so
@@ -55,6 +79,7 @@ type applyOptions struct {
 	vllmFlags
 	onFailure string
 	dryRun    bool
+	takeOver  bool
 	out, err  io.Writer
 }
 
@@ -73,8 +98,12 @@ writes all files or none. Running it again on a patched tree writes nothing.
 
 Exit codes:
 ` + exitCodeTable(),
-		Example: `  # In the container, before the server starts:
-  /patches/vllm-timings apply --on-failure warn && exec vllm serve ...
+		Example: `  # In the container, before the server starts (with ";" or "|| true",
+  # vLLM starts whatever apply says; "&&" would stop it on any failure):
+  /patches/vllm-timings apply --on-failure warn || true; exec vllm serve ...
+
+  # A tree the older patch_timings scripts edited: replace their edits.
+  vllm-timings apply --take-over
 
   # See what would change, without writing:
   vllm-timings apply --dry-run --vllm-dir ./venv/lib/python3.12/site-packages/vllm
@@ -86,6 +115,9 @@ Exit codes:
 			if o.onFailure != "abort" && o.onFailure != "warn" {
 				return usageErrorf("--on-failure %q: use abort or warn", o.onFailure)
 			}
+			if err := o.check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -95,24 +127,45 @@ Exit codes:
 	o.register(cmd)
 	cmd.Flags().StringVar(&o.onFailure, "on-failure", "abort", "abort: exit non-zero on any problem; warn: print it and exit 0 with nothing changed, so vLLM starts without timings")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
+	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "remove the edits of the older patch_timings scripts exactly, then apply (revert then gives vLLM's own files)")
+	o.registerLock(cmd)
 	return cmd
 }
 
-func applyRun(o *applyOptions) error {
-	err := applyDo(o)
-	if err != nil && o.onFailure == "warn" {
-		fmt.Fprintf(o.err, "%s\n", strings.TrimRight(err.Error(), "\n"))
-		logf(o.err, "warning: nothing was changed; vLLM starts without timings (--on-failure warn)")
-		return nil
+func applyRun(o *applyOptions) (err error) {
+	if o.onFailure == "warn" {
+		// warn softens every failure, a crash included: vLLM must start.
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("internal error: %v", r)
+			}
+			if err != nil {
+				fmt.Fprintf(o.err, "%s\n", strings.TrimRight(err.Error(), "\n"))
+				logf(o.err, "warning: %s; vLLM starts without timings (--on-failure warn)", afterFailure(err))
+				err = nil
+			}
+		}()
 	}
-	return err
+	return applyDo(o)
+}
+
+// afterFailure says what state a failed apply left.
+func afterFailure(err error) string {
+	if strings.Contains(err.Error(), "partly undone") {
+		return "the run was interrupted and is recorded; the next run finishes it"
+	}
+	return "nothing was changed"
 }
 
 func applyDo(o *applyOptions) error {
-	s, err := openSession(o.options())
+	opts := o.options()
+	opts.Lock, opts.TakeOver = !o.dryRun, o.takeOver
+	s, err := openSession(opts)
 	if err != nil {
 		return err
 	}
+	defer s.Close()
+	defer warn(o.err, s)
 	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
 	p, err := s.Plan()
 	if err != nil {
@@ -172,6 +225,9 @@ func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command
   vllm-timings status --json | jq -r .state`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -188,6 +244,7 @@ func statusRun(o *statusOptions) error {
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	r := s.Status()
 	if o.json {
 		enc := json.NewEncoder(o.out)
@@ -202,6 +259,24 @@ func statusRun(o *statusOptions) error {
 	for _, f := range r.Files {
 		fmt.Fprintf(o.out, "  %-10s %s\n", f.State, f.Path)
 	}
+	if len(r.Applied) > 0 {
+		fmt.Fprintf(o.out, "applied: %s (recorded in vllm/%s)\n", strings.Join(r.Applied, ", "), patcher.ManifestName)
+	}
+	if r.InProgress {
+		fmt.Fprintf(o.out, "in progress: another vllm-timings run holds %s\n", patcher.LockName)
+	}
+	if r.Interrupted != "" {
+		fmt.Fprintf(o.out, "interrupted: %s\n", r.Interrupted)
+	}
+	for _, l := range r.Leftovers {
+		fmt.Fprintf(o.out, "  leftover   %s (apply and revert remove it)\n", l)
+	}
+	for _, l := range r.Legacy {
+		fmt.Fprintf(o.out, "  legacy     %s (edited by the older patch_timings scripts)\n", l)
+	}
+	for _, l := range r.Stale {
+		fmt.Fprintf(o.out, "  stale      %s (another vLLM layout's file, not used)\n", l)
+	}
 	if r.Problems != "" {
 		fmt.Fprintf(o.out, "\n%s\n", strings.TrimRight(r.Problems, "\n"))
 	}
@@ -212,21 +287,28 @@ func statusRun(o *statusOptions) error {
 
 type revertOptions struct {
 	vllmFlags
-	dryRun bool
-	out    io.Writer
+	dryRun   bool
+	takeOver bool
+	out, err io.Writer
 }
 
-func newCmdRevert(out io.Writer, runF func(*revertOptions) error) *cobra.Command {
-	o := &revertOptions{out: out}
+func newCmdRevert(out, errw io.Writer, runF func(*revertOptions) error) *cobra.Command {
+	o := &revertOptions{out: out, err: errw}
 	cmd := &cobra.Command{
 		Use:   "revert",
 		Short: "Restore the original vLLM files, byte for byte",
 		Long: `Remove every change vllm-timings made: the marked blocks in vLLM's files and
-the files it created. It works whichever version of vllm-timings patched
-the tree, and writes all files or none.`,
+the files it created, those of every set it knows and those vllm/.vllm-timings.json
+records (so a --patchset used by apply is not needed again). It works whichever
+version of vllm-timings patched the tree, finishes an interrupted run, and writes
+all files or none. With --take-over it also removes the edits of the older
+patch_timings scripts.`,
 		Example: `  vllm-timings revert --vllm-dir ./venv/lib/python3.12/site-packages`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -235,13 +317,21 @@ the tree, and writes all files or none.`,
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report, write nothing")
+	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "also remove the edits of the older patch_timings scripts")
+	o.registerLock(cmd)
 	return cmd
 }
 
 func revertRun(o *revertOptions) error {
-	s, err := openSession(o.options())
+	opts := o.options()
+	opts.Lock, opts.TakeOver = !o.dryRun, o.takeOver
+	s, err := openSession(opts)
 	if err != nil {
 		return err
+	}
+	defer s.Close()
+	if o.err != nil {
+		defer warn(o.err, s)
 	}
 	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
 	done, err := s.Revert(o.dryRun)
@@ -281,6 +371,9 @@ already patched.`,
   cd ./site-packages && git apply ../timings.patch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -288,6 +381,7 @@ already patched.`,
 			if err != nil {
 				return err
 			}
+			defer s.Close()
 			return s.Diff(o.out)
 		},
 	}

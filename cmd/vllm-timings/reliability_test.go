@@ -428,7 +428,9 @@ func (w *world) trace(op string) []syscallEntry {
 			continue
 		}
 		per[c.name]++
-		if !writing && strings.Contains(c.line, site) && (mutating[c.name] || (c.name == "openat" && strings.Contains(c.line, "O_CREAT"))) {
+		// The write phase starts with the first temporary file (the lock
+		// is taken before the tree is read).
+		if !writing && strings.Contains(c.line, site) && (c.name == "renameat" || c.name == "unlinkat" || (c.name == "openat" && strings.Contains(c.line, ".tmp"))) {
 			writing = true
 		}
 		out = append(out, syscallEntry{Name: c.name, N: per[c.name], Write: writing, Line: c.line})
@@ -685,15 +687,11 @@ func TestReliabilityFaults(t *testing.T) {
 		}
 		singles := calls
 		if !*relFull {
-			// The subset: every rename and unlink, and the first fsync.
+			// The subset: every rename.
 			singles = nil
-			fsyncs := 0
 			for _, e := range writePhase {
-				if e.Name == "renameat" || e.Name == "unlinkat" || (e.Name == "fsync" && fsyncs == 0) {
+				if e.Name == "renameat" {
 					singles = append(singles, e)
-					if e.Name == "fsync" {
-						fsyncs++
-					}
 				}
 			}
 		}
@@ -711,10 +709,11 @@ func TestReliabilityFaults(t *testing.T) {
 			}
 		}
 		if !*relFull {
-			// The subset: the first rename failed, then each later call.
+			// The subset: the second rename failed, then each later rename
+			// or unlink (the rollback's).
 			var keep [][2]syscallEntry
 			for _, p := range pairs {
-				if p[0].Name == "renameat" && p[0].N == firstN(writePhase, "renameat") {
+				if p[0].Name == "renameat" && p[0].N == firstN(writePhase, "renameat")+1 && mutating[p[1].Name] {
 					keep = append(keep, p)
 				}
 			}
@@ -745,7 +744,7 @@ func TestReliabilityKills(t *testing.T) {
 		// (every call of it with -reliability).
 		at := &tally{name: fmt.Sprintf("kills %s, SIGKILL at a system call", op)}
 		for _, e := range w.trace(op) {
-			if !e.Write || (!*relFull && !mutating[e.Name] && e.Name != "fsync") {
+			if !e.Write || (!*relFull && e.Name != "renameat") {
 				continue
 			}
 			state, err := w.killRound(op, []string{"-e", injectArg(e, "signal=KILL")}, -1)

@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vllm-timings/vllm-timings/patcher"
 )
 
 // version is set at link time: -ldflags "-X main.version=1.2.3".
@@ -12,6 +14,7 @@ var version = "dev"
 // newRootCmd builds the command tree. Each subcommand lives in its own file
 // with a newCmdX constructor and is added here.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	patcher.Version = version
 	root := &cobra.Command{
 		Use:           "vllm-timings",
 		Short:         "Add llama.cpp-style timings to vLLM's OpenAI responses",
@@ -29,7 +32,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		// patcher commands
 		newCmdApply(stdout, stderr, nil),
 		newCmdStatus(stdout, nil),
-		newCmdRevert(stdout, nil),
+		newCmdRevert(stdout, stderr, nil),
 		newCmdDiff(stdout, nil),
 		newCmdPatchsets(stdout),
 		newCmdDoctor(stdout, nil),
