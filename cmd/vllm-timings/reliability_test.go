@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -466,8 +467,31 @@ func faultArgs(es ...syscallEntry) []string {
 	return args
 }
 
+// parallel runs f(0..n-1) on as many workers as there are CPUs; rounds
+// that do not depend on timing use it.
+func parallel(n int, f func(i int)) {
+	workers := runtime.NumCPU()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for k := 0; k < workers; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
 // tally counts rounds and keeps the first failures.
 type tally struct {
+	mu       sync.Mutex
 	name     string
 	rounds   int
 	failures []string
@@ -475,6 +499,8 @@ type tally struct {
 }
 
 func (t *tally) add(desc string, err error, state string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.rounds++
 	if t.states == nil {
 		t.states = map[string]int{}
@@ -696,10 +722,11 @@ func TestReliabilityFaults(t *testing.T) {
 			}
 		}
 		one := &tally{name: fmt.Sprintf("faults %s, one call failed (%d calls traced, %d in the write phase)", op, len(calls), len(writePhase))}
-		for _, e := range singles {
+		parallel(len(singles), func(i int) {
+			e := singles[i]
 			state, err := w.faultRound(op, e)
 			one.add(fmt.Sprintf("%s #%d failed", e.Name, e.N), err, state)
-		}
+		})
 		one.report(t)
 		two := &tally{name: fmt.Sprintf("faults %s, two calls failed", op)}
 		var pairs [][2]syscallEntry
@@ -719,10 +746,11 @@ func TestReliabilityFaults(t *testing.T) {
 			}
 			pairs = keep
 		}
-		for _, p := range pairs {
+		parallel(len(pairs), func(i int) {
+			p := pairs[i]
 			state, err := w.faultRound(op, p[0], p[1])
 			two.add(fmt.Sprintf("%s #%d and %s #%d failed", p[0].Name, p[0].N, p[1].Name, p[1].N), err, state)
-		}
+		})
 		two.report(t)
 	}
 }
@@ -743,13 +771,17 @@ func TestReliabilityKills(t *testing.T) {
 		// Deterministic: SIGKILL at each mutating call of the write phase
 		// (every call of it with -reliability).
 		at := &tally{name: fmt.Sprintf("kills %s, SIGKILL at a system call", op)}
+		var points []syscallEntry
 		for _, e := range w.trace(op) {
-			if !e.Write || (!*relFull && e.Name != "renameat") {
-				continue
+			if e.Write && (*relFull || e.Name == "renameat") {
+				points = append(points, e)
 			}
+		}
+		parallel(len(points), func(i int) {
+			e := points[i]
 			state, err := w.killRound(op, []string{"-e", injectArg(e, "signal=KILL")}, -1)
 			at.add(fmt.Sprintf("SIGKILL at %s #%d", e.Name, e.N), err, state)
-		}
+		})
 		at.report(t)
 		if !*relFull {
 			continue
