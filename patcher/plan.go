@@ -124,6 +124,8 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 		}
 		fp.Original = orig
 		src := pysrc.Parse(orig)
+		// A file with CRLF line endings gets CRLF inserted lines.
+		crlf := usesCRLF(orig)
 		var edits []Edit
 		for _, e := range f.Edits {
 			pt, err := src.Locate(e.Anchor)
@@ -136,7 +138,11 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 				continue
 			}
 			p.Anchors++
-			edits = append(edits, Edit{Start: pt.Offset, End: pt.Offset, New: insertion(set.Name+"/"+e.Name, pt.Indent, e.Code)})
+			ins := insertion(set.Name+"/"+e.Name, pt.Indent, e.Code)
+			if crlf {
+				ins = strings.ReplaceAll(ins, "\n", "\r\n")
+			}
+			edits = append(edits, Edit{Start: pt.Offset, End: pt.Offset, New: ins})
 		}
 		for _, q := range f.Requires {
 			if _, err := src.Find(q.Anchor); err != nil {
@@ -438,4 +444,10 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// usesCRLF reports whether src's first line ends in CRLF.
+func usesCRLF(src []byte) bool {
+	i := bytes.IndexByte(src, '\n')
+	return i > 0 && src[i-1] == '\r'
 }

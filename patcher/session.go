@@ -253,19 +253,26 @@ func (s *Session) Apply() ([]string, error) {
 		}
 	}
 	// Files only the old scripts touched (their protocol.py edits).
+	var legacyOnly []change
 	for _, rel := range s.legacy {
 		if !planned[rel] && !hasChange(others, rel) {
-			edits = append(edits, s.change(rel, s.clean[rel].Data, s.snap[rel].Mode))
+			legacyOnly = append(legacyOnly, s.change(rel, s.clean[rel].Data, s.snap[rel].Mode))
 		}
 	}
-	changes := append(append(creates, edits...), removals...)
+	changes := append(append(append(creates, edits...), legacyOnly...), removals...)
 	if err := s.checkCompiles(changes); err != nil {
 		return nil, err
 	}
 	if err := s.write(changes, manifestFor([]*SetPlan{p}), StateApplying); err != nil {
 		return nil, err
 	}
-	return describe(changes, false), nil
+	out := describe(changes, false)
+	for i, c := range changes {
+		if c.Legacy && !planned[c.Rel] {
+			out[i] = describeChange(c, true)
+		}
+	}
+	return out, nil
 }
 
 func hasChange(cs []change, rel string) bool {
@@ -280,7 +287,7 @@ func hasChange(cs []change, rel string) bool {
 // change is the write of rel with content (nil removes it).
 func (s *Session) change(rel string, content []byte, mode fs.FileMode) change {
 	st := s.snap[rel]
-	c := change{Rel: rel, Path: st.Path, Old: st.Data, New: content, Mode: mode, Exists: st.Exists, UID: st.UID, GID: st.GID}
+	c := change{Rel: rel, Path: st.Path, Old: st.Data, New: content, Mode: mode, Exists: st.Exists, UID: st.UID, GID: st.GID, Legacy: containsStr(s.legacy, rel)}
 	if c.Path == "" {
 		c.Path = filepath.Join(s.Install.Root, filepath.FromSlash(rel))
 	}

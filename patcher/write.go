@@ -22,6 +22,7 @@ type change struct {
 	Exists bool
 	UID    int // owner and group to keep; -1 keeps whatever the new file gets
 	GID    int
+	Legacy bool // it removes the older scripts' edits
 }
 
 // txn is one all-or-nothing write: the changes, in order, and the manifest
@@ -349,6 +350,10 @@ func dropPycache(abs string) []string {
 
 func describeChange(c change, reverting bool) string {
 	switch {
+	case c.Legacy && c.New != nil && !reverting:
+		return fmt.Sprintf("patched %s (replacing the older scripts' edits)", c.Rel)
+	case c.Legacy && c.New != nil:
+		return fmt.Sprintf("removed the older scripts' edits from %s", c.Rel)
 	case c.New == nil:
 		return fmt.Sprintf("removed %s", c.Rel)
 	case !c.Exists:

@@ -570,6 +570,7 @@ func (w *world) faultRound(op string, es ...syscallEntry) (string, error) {
 	if err := w.clean(site, op); err != nil {
 		return state, fmt.Errorf("rerun: %v", err)
 	}
+	os.RemoveAll(site)
 	return state, nil
 }
 
@@ -608,6 +609,7 @@ func (w *world) killRound(op string, straceArgs []string, delay time.Duration) (
 	if err := w.clean(site, op); err != nil {
 		return v.State, fmt.Errorf("after the kill (%s), rerun: %v", v.State, err)
 	}
+	os.RemoveAll(site)
 	return v.State, nil
 }
 
