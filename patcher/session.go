@@ -354,7 +354,7 @@ func (s *Session) removeLeftovers() {
 			failed = append(failed, p)
 		}
 	}
-	s.Warnings = append(s.Warnings, fmt.Sprintf("removed %d temporary files left by an interrupted run", len(s.leftovers)-len(failed)))
+	s.Warnings = append(s.Warnings, fmt.Sprintf("removed %s left by an interrupted run", plural(len(s.leftovers)-len(failed), "temporary file")))
 	if len(failed) > 0 {
 		s.Warnings = append(s.Warnings, "could not remove "+strings.Join(failed, ", "))
 	}

@@ -118,7 +118,7 @@ func TestCommitKeepsModeOwnerAndDropsPycache(t *testing.T) {
 // leaves the .pyc, and the commit says so.
 func TestCommitWarnsOnStaleBytecode(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("root removes files from a read-only directory; the testscript case covers it with a read-only bind")
+		t.Skip("root removes files from a read-only directory; testdata/script/links.txtar covers the warning with a directory in the .pyc's place")
 	}
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "m.py"), "x = 1\n")
@@ -131,4 +131,35 @@ func TestCommitWarnsOnStaleBytecode(t *testing.T) {
 	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "stale bytecode") {
 		t.Fatalf("err %v, warnings %q; want one about stale bytecode", err, warnings)
 	}
+}
+
+// TestApplyRevertKeepOwners: run as root on a tree owned by uid 1000,
+// patched files keep their owner through apply and revert, and the
+// created module belongs to the package directory's owner.
+func TestApplyRevertKeepOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own files as another user")
+	}
+	site := fixture(t, "openai-packages")
+	filepath.Walk(site, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 1000, 1001) })
+	check := func(when string, rels ...string) {
+		t.Helper()
+		for _, rel := range rels {
+			st, err := os.Stat(filepath.Join(site, rel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 1000 || sys.Gid != 1001 {
+				t.Errorf("%s: %s owned by %d:%d, want 1000:1001", when, rel, sys.Uid, sys.Gid)
+			}
+		}
+	}
+	if _, err := open(t, site).Apply(); err != nil {
+		t.Fatal(err)
+	}
+	check("after apply", chatServing, cmplServing, module, "vllm/"+ManifestName)
+	if _, err := open(t, site).Revert(false); err != nil {
+		t.Fatal(err)
+	}
+	check("after revert", chatServing, cmplServing)
 }
