@@ -16,9 +16,21 @@
 //     embedded ones; sets that fit and would write different files are an
 //     error, identical ones are not. Selection is by shape, so a nightly
 //     with a version string no table lists still gets the right set.
-//  3. Write (Session.Apply, Session.Revert): all files or none, through
-//     temporary files and renames, keeping modes and dropping stale
-//     __pycache__ entries. A symlink leading out of the package is refused.
+//  3. Write (Session.Apply, Session.Revert): all files or none. Runs that
+//     may write hold an flock on vllm/.vllm-timings.lock (lock.go) from
+//     before they read the tree. The planned Python is compiled first
+//     (compile.go). Then commit (write.go) stages every new content and
+//     every original as fsynced temporary files, renames the manifest
+//     vllm/.vllm-timings.json saying "applying" into place (manifest.go:
+//     the record of the applied sets and the run's journal), renames the
+//     files in an order that keeps every import resolvable, and undoes a
+//     failed rename by renaming the originals back. Modes and owners are
+//     kept, stale __pycache__ entries dropped, a symlink inside the
+//     package written through and one leading out of it refused. An
+//     interrupted run leaves whole files and a journal; the next run
+//     finishes it. Trees the older patch_timings scripts edited are
+//     refused unless TakeOver, which removes their edits exactly
+//     (legacy.go).
 //
 // Every inserted block is wrapped in marker comments:
 //
