@@ -309,7 +309,9 @@ func (s *Session) write(changes []change, final *Manifest, state string) error {
 		finalBytes = final.encode()
 	}
 	s.removeLeftovers()
-	if len(changes) == 0 && bytes.Equal(finalBytes, s.rawMan) {
+	if len(changes) == 0 && (bytes.Equal(finalBytes, s.rawMan) || !s.lock.held()) {
+		// Nothing to write; on a tree this user cannot write (no lock
+		// file could be made) a missing manifest cannot be added either.
 		return nil
 	}
 	var touching []string
