@@ -110,6 +110,11 @@ func newWorld(t *testing.T) *world {
 	w.base = filepath.Join(w.work, "base")
 	if *relTree != "" {
 		copyTargets(t, *relTree, w.base)
+		// The real tree may be patched already (scripts/real-vllm patches
+		// its virtualenv): start from its pristine files.
+		if code, out := w.run(w.base, nil, "revert"); code != 0 {
+			t.Fatalf("revert of the copied tree: exit %d\n%s", code, out)
+		}
 	} else if err := testtree.Unpack("openai-packages", w.base); err != nil {
 		t.Fatal(err)
 	}
