@@ -121,7 +121,7 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 		}
 		fp.Original = orig
 		src := pysrc.Parse(orig)
-		var edits []Edit
+		var edits []TextEdit
 		for _, e := range f.Edits {
 			pt, err := src.Locate(e.Anchor)
 			if err != nil {
@@ -133,7 +133,7 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 				continue
 			}
 			p.Anchors++
-			edits = append(edits, Edit{Start: pt.Offset, End: pt.Offset, New: insertion(set.Name+"/"+e.Name, pt.Indent, e.Code)})
+			edits = append(edits, TextEdit{Start: pt.Offset, End: pt.Offset, New: insertion(set.Name+"/"+e.Name, pt.Indent, e.Code)})
 		}
 		for _, q := range f.Requires {
 			if _, err := src.Find(q.Anchor); err != nil {

@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// fileState is what the planner knows of one target file.
-type fileState struct {
+// fileSnapshot is what the planner knows of one target file.
+type fileSnapshot struct {
 	Exists bool
 	Data   []byte
 	Mode   fs.FileMode
@@ -17,7 +17,7 @@ type fileState struct {
 
 // snapshot is the content of every target file, read once. Planning works
 // on a snapshot only, so it is pure and can be tested without a disk.
-type snapshot map[string]fileState
+type snapshot map[string]fileSnapshot
 
 // readSnapshot reads the given paths (relative to inst.Root). A path that
 // resolves, through a symlink, to a place outside the vllm package is
@@ -35,7 +35,7 @@ func readSnapshot(inst *Install, rels []string) (snapshot, error) {
 		}
 		st, err := os.Stat(abs)
 		if errors.Is(err, fs.ErrNotExist) {
-			snap[rel] = fileState{}
+			snap[rel] = fileSnapshot{}
 			continue
 		}
 		if err != nil {
@@ -48,7 +48,7 @@ func readSnapshot(inst *Install, rels []string) (snapshot, error) {
 		if err != nil {
 			return nil, errorf(KindFS, "cannot read %s: %v", rel, err)
 		}
-		snap[rel] = fileState{Exists: true, Data: b, Mode: st.Mode().Perm()}
+		snap[rel] = fileSnapshot{Exists: true, Data: b, Mode: st.Mode().Perm()}
 	}
 	return snap, nil
 }
