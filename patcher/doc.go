@@ -123,5 +123,5 @@
 // on every version. When none fits, "vllm-timings doctor" shows, per
 // anchor of the closest sets, what matched, what did not and the closest
 // statements, and writes the closest set as a skeleton to adapt
-// (Session.Diagnose, Session.Skeleton).
+// (Session.Diagnose, Diagnosis.Skeleton).
 package patcher

@@ -36,12 +36,73 @@ type FilePlan struct {
 	Mode     fs.FileMode // permissions to keep
 	Edits    int         // insertions planned
 	State    FileState
+
+	problem string         // problemNoFile or problemFile, for the whole file
+	detail  string         // why, for problemFile
+	anchors []anchorResult // one per edit, then one per require
 }
 
 // Changed reports whether applying the plan writes this file.
-func (f *FilePlan) Changed() bool { return !f.Exists || !bytes.Equal(f.Current, f.New) }
+func (f *FilePlan) Changed() bool {
+	return f.State != Missing && (!f.Exists || !bytes.Equal(f.Current, f.New))
+}
 
-// SetPlan is one patch set planned against a snapshot.
+// Problems an anchor or a file can have, as the doctor reports them.
+const (
+	problemMissing   = "MISSING"   // the anchor matched nothing
+	problemAmbiguous = "AMBIGUOUS" // the anchor matched more than once
+	problemUnusable  = "UNUSABLE"  // it matched, but the position does not apply
+	problemNoFile    = "NO FILE"   // the file the anchor is in does not exist
+	problemFile      = "FILE"      // the file exists but cannot be planned (broken markers, foreign file)
+)
+
+// anchorResult is what one edit's or require's anchor found.
+type anchorResult struct {
+	Name       string
+	Require    bool
+	Optional   bool      // on_missing = "skip": missing is not a problem
+	Anchor     string    // pysrc.Anchor.Describe()
+	Declared   hcl.Range // where the .hcl declares it
+	Line       int       // the statement it matched (or, for after_imports, where it inserts); 0 if none
+	Problem    string    // "" when it matched; one of the problem* constants otherwise
+	Detail     string    // the error, for a problem
+	Candidates []candidate
+	// ScopeMissing: a def or class of the anchor's "in" is not there, so
+	// the candidates are defs and classes.
+	ScopeMissing bool
+}
+
+// candidate is a statement near where an anchor expected one.
+type candidate struct {
+	Line int    // 1-based line in the target file
+	Text string // the statement's first line, without indentation
+	In   string // the def/class path that holds it ("" at module level)
+}
+
+// record notes a failed Locate or Find.
+func (a *anchorResult) record(src *pysrc.File, err error) {
+	var nf *pysrc.NotFoundError
+	var amb *pysrc.AmbiguousError
+	switch {
+	case errors.As(err, &nf):
+		if a.Optional {
+			a.Detail = "not here; skipped (on_missing = \"skip\")"
+			return
+		}
+		a.Problem, a.Detail, a.ScopeMissing = problemMissing, "no "+nf.What, nf.Scope
+		for _, st := range nf.Candidates {
+			a.Candidates = append(a.Candidates, candidate{Line: st.Line, Text: st.Text, In: src.ScopeOf(st)})
+		}
+	case errors.As(err, &amb):
+		a.Problem, a.Detail = problemAmbiguous, amb.Error()
+	default:
+		a.Problem, a.Detail = problemUnusable, err.Error()
+	}
+}
+
+// SetPlan is one patch set planned against a snapshot. Files[i] plans
+// Set.Files[i], also for a set that is not applicable, so that the doctor
+// can say what every anchor found.
 type SetPlan struct {
 	Set        *spec.PatchSet
 	Files      []FilePlan
@@ -65,6 +126,45 @@ func (p *SetPlan) Changes() []FilePlan {
 	return out
 }
 
+// matched counts the anchors without a problem (an optional one that is
+// not there included); total counts them all.
+func (p *SetPlan) matched() int {
+	n := 0
+	for _, f := range p.Files {
+		for _, a := range f.anchors {
+			if a.Problem == "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (p *SetPlan) total() int {
+	n := 0
+	for _, f := range p.Files {
+		n += len(f.anchors)
+	}
+	return n
+}
+
+// problems counts what keeps the set from fitting: each anchor with a
+// problem, and each file with a problem and no anchors.
+func (p *SetPlan) problems() int {
+	n := 0
+	for _, f := range p.Files {
+		if f.problem != "" && len(f.anchors) == 0 {
+			n++
+		}
+		for _, a := range f.anchors {
+			if a.Problem != "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (p *SetPlan) fail(k Kind, d *hcl.Diagnostic) {
 	if len(p.Failures) == 0 {
 		p.Kind = k
@@ -80,87 +180,112 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 			p.Applicable = false
 		}
 	}
-	if !p.Applicable {
-		return p
-	}
 	for _, f := range set.Files {
-		st := snap[f.Path]
-		fp := FilePlan{Path: f.Path, Create: f.Create != nil, Exists: st.Exists, Current: st.Data, Mode: st.Mode}
-		if fp.Mode == 0 {
-			fp.Mode = 0o644
-		}
-		if f.Create != nil {
-			fp.New = []byte(withHeader(*f.Create))
-			switch {
-			case !st.Exists:
-				fp.State = Unpatched
-			case !owned(st.Data):
-				fp.State = Modified
-				rng := f.Range
-				p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "File exists and is not ours",
-					Detail:  fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, ownedHeader),
-					Subject: &rng})
-			case bytes.Equal(st.Data, fp.New):
-				fp.State = Patched
-				fp.Original = nil
-			default:
-				fp.State = Outdated
-			}
-			p.Files = append(p.Files, fp)
-			continue
-		}
-		orig, hadMarkers, err := strip(st.Data)
-		if err != nil {
-			fp.State = Modified
-			rng := f.Range
-			p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Broken vllm-timings markers",
-				Detail:  fmt.Sprintf("%s: %v. Something other than vllm-timings edited this file; reinstall vLLM (or restore the file) and run apply again.", f.Path, err),
-				Subject: &rng})
-			p.Files = append(p.Files, fp)
-			continue
-		}
-		fp.Original = orig
-		src := pysrc.Parse(orig)
-		var edits []TextEdit
-		for _, e := range f.Edits {
-			pt, err := src.Locate(e.Anchor)
-			if err != nil {
-				var nf *pysrc.NotFoundError
-				if e.Optional && errors.As(err, &nf) {
-					continue
-				}
-				p.fail(anchorFailure(set, f.Path, e, err))
-				continue
-			}
-			p.Anchors++
-			edits = append(edits, TextEdit{Start: pt.Offset, End: pt.Offset, New: insertion(set.Name+"/"+e.Name, pt.Indent, e.Code)})
-		}
-		for _, q := range f.Requires {
-			if _, err := src.Find(q.Anchor); err != nil {
-				p.fail(requireFailure(set, f.Path, q, err))
-				continue
-			}
-			p.Anchors++
-		}
-		fp.Edits = len(edits)
-		newData, err := ApplyEdits(orig, edits)
-		if err != nil {
-			panic(fmt.Sprintf("planning %s: %v", f.Path, err)) // Locate returns line starts within the file
-		}
-		fp.New = newData
-		switch {
-		case len(f.Edits) == 0 && !hadMarkers:
-			fp.State = Checked
-		case bytes.Equal(st.Data, newData):
-			fp.State = Patched
-		case hadMarkers:
-			fp.State = Outdated
-		default:
-			fp.State = Unpatched
-		}
-		p.Files = append(p.Files, fp)
+		p.Files = append(p.Files, p.planFile(f, snap[f.Path]))
 	}
 	return p
+}
+
+// planFile plans one file of the set, recording every anchor's result and
+// adding the failures to p.
+func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
+	fp := FilePlan{Path: f.Path, Create: f.Create != nil, Exists: st.Exists, Current: st.Data, Mode: st.Mode}
+	if fp.Mode == 0 {
+		fp.Mode = 0o644
+	}
+	if f.Create != nil {
+		fp.New = []byte(withHeader(*f.Create))
+		switch {
+		case !st.Exists:
+			fp.State = Unpatched
+		case !owned(st.Data):
+			fp.State = Modified
+			fp.problem, fp.detail = problemFile, fmt.Sprintf("exists and was not written by vllm-timings (its first line is not %q); move it away if it is stale", ownedHeader)
+			rng := f.Range
+			p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "File exists and is not ours",
+				Detail:  fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, ownedHeader),
+				Subject: &rng})
+		case bytes.Equal(st.Data, fp.New):
+			fp.State = Patched
+			fp.Original = nil
+		default:
+			fp.State = Outdated
+		}
+		return fp
+	}
+	for _, e := range f.Edits {
+		fp.anchors = append(fp.anchors, anchorResult{Name: e.Name, Optional: e.Optional, Anchor: e.Anchor.Describe(), Declared: e.Range})
+	}
+	for _, q := range f.Requires {
+		fp.anchors = append(fp.anchors, anchorResult{Name: q.Name, Require: true, Anchor: q.Anchor.Describe(), Declared: q.Range})
+	}
+	orig, hadMarkers, err := strip(st.Data)
+	switch {
+	case !st.Exists:
+		fp.State, fp.problem = Missing, problemNoFile
+	case err != nil:
+		fp.State = Modified
+		fp.problem, fp.detail = problemFile, fmt.Sprintf("broken vllm-timings markers: %v", err)
+		rng := f.Range
+		p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Broken vllm-timings markers",
+			Detail:  fmt.Sprintf("%s: %v. Something other than vllm-timings edited this file; reinstall vLLM (or restore the file) and run apply again.", f.Path, err),
+			Subject: &rng})
+	}
+	if fp.problem != "" {
+		for i := range fp.anchors {
+			fp.anchors[i].Problem = fp.problem
+		}
+		return fp
+	}
+	fp.Original = orig
+	src := pysrc.Parse(orig)
+	var edits []TextEdit
+	for i, e := range f.Edits {
+		res := &fp.anchors[i]
+		pt, err := src.Locate(e.Anchor)
+		if err != nil {
+			res.record(src, err)
+			var nf *pysrc.NotFoundError
+			if !(e.Optional && errors.As(err, &nf)) {
+				p.fail(anchorFailure(p.Set, f.Path, e, err))
+			}
+			continue
+		}
+		res.Line = pt.Line
+		if pt.Stmt >= 0 {
+			res.Line = src.Stmts[pt.Stmt].Line
+		}
+		p.Anchors++
+		edits = append(edits, TextEdit{Start: pt.Offset, End: pt.Offset, New: insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)})
+	}
+	for i, q := range f.Requires {
+		res := &fp.anchors[len(f.Edits)+i]
+		stmt, err := src.Find(q.Anchor)
+		if err != nil {
+			res.record(src, err)
+			p.fail(requireFailure(p.Set, f.Path, q, err))
+			continue
+		}
+		res.Line = src.Stmts[stmt].Line
+		p.Anchors++
+	}
+	fp.Edits = len(edits)
+	newData, err := ApplyEdits(orig, edits)
+	if err != nil {
+		panic(fmt.Sprintf("planning %s: %v", f.Path, err)) // Locate returns line starts within the file
+	}
+	fp.New = newData
+	switch {
+	case len(f.Edits) == 0 && !hadMarkers:
+		fp.State = Checked
+	case bytes.Equal(st.Data, newData):
+		fp.State = Patched
+	case hadMarkers:
+		fp.State = Outdated
+	default:
+		fp.State = Unpatched
+	}
+	return fp
 }
 
 func requireFailure(set *spec.PatchSet, path string, q spec.Require, err error) (Kind, *hcl.Diagnostic) {

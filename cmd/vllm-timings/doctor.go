@@ -65,7 +65,7 @@ func doctorRun(o *doctorOptions) error {
 	if d.Chosen != nil || len(d.Closest) == 0 {
 		return nil
 	}
-	skel, err := s.Skeleton(d.Closest[0])
+	skel, err := d.Skeleton(d.Closest[0])
 	if err != nil {
 		return err
 	}
