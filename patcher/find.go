@@ -39,11 +39,11 @@ var wellKnown = []string{
 	"usr/lib64/python3*/site-packages",
 }
 
-// Find locates the vLLM package without importing it: the --vllm-dir flag,
+// find locates the vLLM package without importing it: the --vllm-dir flag,
 // then $VLLM_DIR, then $VIRTUAL_ENV and well-known install paths, and last
 // python3's importlib.util.find_spec("vllm"), which finds the package
 // without running it.
-func Find(o FindOptions) (*Install, error) {
+func find(o FindOptions) (*Install, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv

@@ -66,7 +66,7 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 		lib.User = append(lib.User, sets...)
 	}
 	if diags.HasErrors() {
-		return nil, &Error{Kind: KindSpec, Msg: lib.Render(diags) + "vllm-timings: the patch set above is invalid; fix the lines shown (the patcher package documents the language)."}
+		return nil, &Error{Kind: KindSpec, Msg: lib.render(diags) + "vllm-timings: the patch set above is invalid; fix the lines shown (the patcher package documents the language)."}
 	}
 	user := map[string]bool{}
 	for _, s := range lib.User {
@@ -82,8 +82,8 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 	return lib, nil
 }
 
-// Render prints diagnostics with the HCL source lines they point at.
-func (l *Library) Render(diags hcl.Diagnostics) string {
+// render prints diagnostics with the HCL source lines they point at.
+func (l *Library) render(diags hcl.Diagnostics) string {
 	files := map[string]*hcl.File{}
 	for name, src := range l.sources {
 		files[name] = &hcl.File{Bytes: src}

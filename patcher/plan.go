@@ -42,8 +42,8 @@ type FilePlan struct {
 	anchors []anchorResult // one per edit, then one per require
 }
 
-// Changed reports whether applying the plan writes this file.
-func (f *FilePlan) Changed() bool {
+// changed reports whether applying the plan writes this file.
+func (f *FilePlan) changed() bool {
 	return f.State != Missing && (!f.Exists || !bytes.Equal(f.Current, f.New))
 }
 
@@ -112,14 +112,14 @@ type SetPlan struct {
 	Anchors    int             // anchors that matched
 }
 
-// Fits reports whether every edit of the set found its place.
-func (p *SetPlan) Fits() bool { return p.Applicable && len(p.Failures) == 0 }
+// fits reports whether every edit of the set found its place.
+func (p *SetPlan) fits() bool { return p.Applicable && len(p.Failures) == 0 }
 
 // Changes lists the files applying the set would write.
 func (p *SetPlan) Changes() []FilePlan {
 	var out []FilePlan
 	for _, f := range p.Files {
-		if f.Changed() {
+		if f.changed() {
 			out = append(out, f)
 		}
 	}
@@ -239,7 +239,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 	}
 	fp.Original = orig
 	src := pysrc.Parse(orig)
-	var edits []TextEdit
+	var edits []textEdit
 	for i, e := range f.Edits {
 		res := &fp.anchors[i]
 		pt, err := src.Locate(e.Anchor)
@@ -256,7 +256,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 			res.Line = src.Stmts[pt.Stmt].Line
 		}
 		p.Anchors++
-		edits = append(edits, TextEdit{Start: pt.Offset, End: pt.Offset, New: insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)})
+		edits = append(edits, textEdit{Start: pt.Offset, End: pt.Offset, New: insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)})
 	}
 	for i, q := range f.Requires {
 		res := &fp.anchors[len(f.Edits)+i]
@@ -270,7 +270,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 		p.Anchors++
 	}
 	fp.Edits = len(edits)
-	newData, err := ApplyEdits(orig, edits)
+	newData, err := applyEdits(orig, edits)
 	if err != nil {
 		panic(fmt.Sprintf("planning %s: %v", f.Path, err)) // Locate returns line starts within the file
 	}
@@ -342,7 +342,7 @@ func choose(lib *Library, snap snapshot) (*Selection, error) {
 		for _, s := range group {
 			p := planSet(s, snap)
 			sel.Candidates = append(sel.Candidates, p)
-			if p.Fits() {
+			if p.fits() {
 				fit = append(fit, p)
 			}
 		}
@@ -407,7 +407,7 @@ func noFitError(lib *Library, inst *Install, sel *Selection) *Error {
 		return errorf(KindNotFound, "vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\" and \"vllm-timings doctor\").",
 			inst.Version, inst.Dir, strings.Join(need, "\n"))
 	}
-	msg := lib.Render(best.Failures)
+	msg := lib.render(best.Failures)
 	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d problems). Nothing was changed. Run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.",
 		inst.Version, inst.Dir, best.Set.Name, len(best.Failures))
 	return &Error{Kind: best.Kind, Msg: msg}

@@ -47,7 +47,7 @@ func TestRequireBlocks(t *testing.T) {
 			c = p
 		}
 	}
-	if c == nil || c.Fits() || len(c.Failures) != 1 || c.Kind != KindMissing {
+	if c == nil || c.fits() || len(c.Failures) != 1 || c.Kind != KindMissing {
 		t.Fatalf("candidate %+v, want one KindMissing failure", c)
 	}
 	d := c.Failures[0]

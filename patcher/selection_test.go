@@ -24,7 +24,7 @@ func TestSelectionByShape(t *testing.T) {
 				t.Errorf("why = %q", s.Sel.Why)
 			}
 			for _, c := range s.Sel.Candidates {
-				if c.Set.Name != fx.set && c.Fits() {
+				if c.Set.Name != fx.set && c.fits() {
 					t.Errorf("set %s fits %s too; sets must be disjoint by shape", c.Set.Name, fx.name)
 				}
 			}

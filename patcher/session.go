@@ -31,7 +31,7 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst, err := Find(o.Find)
+	inst, err := find(o.Find)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func (d *Diagnosis) Skeleton(c *SetPlan) ([]byte, error) {
 			r.afterOpen(eb, note...)
 		}
 	}
-	body, err := ApplyEdits(src[blk.Range().Start.Byte:blk.Range().End.Byte], r.edits)
+	body, err := applyEdits(src[blk.Range().Start.Byte:blk.Range().End.Byte], r.edits)
 	if err != nil {
 		return nil, errorf(KindInternal, "writing the skeleton of %q: %v", c.Set.Name, err)
 	}
@@ -147,11 +147,11 @@ func skeletonName(version string) string {
 type hclRewriter struct {
 	src   []byte
 	base  int
-	edits []TextEdit
+	edits []textEdit
 }
 
 func (r *hclRewriter) replace(rng hcl.Range, text string) {
-	r.edits = append(r.edits, TextEdit{Start: rng.Start.Byte - r.base, End: rng.End.Byte - r.base, New: text})
+	r.edits = append(r.edits, textEdit{Start: rng.Start.Byte - r.base, End: rng.End.Byte - r.base, New: text})
 }
 
 // afterOpen inserts comment lines (or, for an attribute, that line) right
@@ -171,5 +171,5 @@ func (r *hclRewriter) afterOpen(b *hclsyntax.Block, lines ...string) {
 		}
 		t.WriteString(strings.TrimRight(indent+"# "+l, " ") + "\n")
 	}
-	r.edits = append(r.edits, TextEdit{Start: at - r.base, End: at - r.base, New: t.String()})
+	r.edits = append(r.edits, textEdit{Start: at - r.base, End: at - r.base, New: t.String()})
 }
