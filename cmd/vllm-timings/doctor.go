@@ -18,7 +18,7 @@ type doctorOptions struct {
 	out      io.Writer
 }
 
-func newCmdDoctor(out io.Writer, runF func(*doctorOptions) error) *cobra.Command {
+func newCmdDoctor(out io.Writer) *cobra.Command {
 	o := &doctorOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -43,12 +43,7 @@ does.`,
   vllm-timings doctor --skeleton my-nightly.hcl && $EDITOR my-nightly.hcl
   vllm-timings apply --dry-run --patchset my-nightly.hcl`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return doctorRun(o)
-		},
+		RunE: func(*cobra.Command, []string) error { return doctorRun(o) },
 	}
 	o.register(cmd)
 	cmd.Flags().StringVar(&o.skeleton, "skeleton", "", "write the patch set to adapt to this file instead of printing it")
@@ -56,7 +51,7 @@ does.`,
 }
 
 func doctorRun(o *doctorOptions) error {
-	s, err := openSession(o.options())
+	s, err := patcher.Open(o.options())
 	if err != nil {
 		return err
 	}

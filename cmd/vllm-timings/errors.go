@@ -25,17 +25,13 @@ func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
-// reportError prints err and returns its exit code. Errors that already
-// printed themselves (diagnostics) implement silentError.
+// reportError prints err and returns its exit code.
 func reportError(stderr io.Writer, err error) int {
-	var s interface{ Silent() bool }
-	if !(errors.As(err, &s) && s.Silent()) {
-		msg := err.Error()
-		if !strings.HasPrefix(msg, "vllm-timings") {
-			msg = "vllm-timings: " + msg
-		}
-		fmt.Fprintln(stderr, msg)
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "vllm-timings") {
+		msg = "vllm-timings: " + msg
 	}
+	fmt.Fprintln(stderr, msg)
 	var ec exitCoder
 	if errors.As(err, &ec) {
 		return ec.ExitCode()

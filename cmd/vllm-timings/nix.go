@@ -25,13 +25,10 @@ type nixModelOptions struct {
 	Macros []string // NAME=VALUE
 }
 
-// newCmdNix builds "vllm-timings nix" and its subcommands. The run
-// functions are parameters so that tests can check flag parsing alone;
-// nil means the real ones.
-func newCmdNix(fragmentsRun func(*nixOptions) error, modelRun func(*nixModelOptions) error) *cobra.Command {
-	if fragmentsRun == nil {
-		fragmentsRun = nixFragmentsRun
-	}
+// newCmdNix builds "vllm-timings nix" and its subcommands. modelRun is a
+// parameter so that TestNixFlags can check flag parsing alone; nil means
+// the real one.
+func newCmdNix(modelRun func(*nixModelOptions) error) *cobra.Command {
 	if modelRun == nil {
 		modelRun = nixModelRun
 	}
@@ -79,7 +76,7 @@ error saying what to change, and an exit code from 10 to 19.`,
 			if err := common(c, args); err != nil {
 				return err
 			}
-			return fragmentsRun(opts)
+			return nixFragmentsRun(opts)
 		},
 	}
 

@@ -26,10 +26,6 @@ func (f *vllmFlags) options() patcher.Options {
 	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir}, PatchSets: f.patchsets}
 }
 
-// openSession is patcher.Open; commands call it through their options so
-// tests can see what a command would open.
-var openSession = patcher.Open
-
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "vllm-timings: "+format+"\n", args...)
 }
@@ -58,7 +54,7 @@ type applyOptions struct {
 	out, err  io.Writer
 }
 
-func newCmdApply(out, errw io.Writer, runF func(*applyOptions) error) *cobra.Command {
+func newCmdApply(out, errw io.Writer) *cobra.Command {
 	o := &applyOptions{out: out, err: errw}
 	cmd := &cobra.Command{
 		Use:   "apply",
@@ -86,9 +82,6 @@ Exit codes:
 			if o.onFailure != "abort" && o.onFailure != "warn" {
 				return usageErrorf("--on-failure %q: use abort or warn", o.onFailure)
 			}
-			if runF != nil {
-				return runF(o)
-			}
 			return applyRun(o)
 		},
 	}
@@ -109,7 +102,7 @@ func applyRun(o *applyOptions) error {
 }
 
 func applyDo(o *applyOptions) error {
-	s, err := openSession(o.options())
+	s, err := patcher.Open(o.options())
 	if err != nil {
 		return err
 	}
@@ -156,7 +149,7 @@ type statusOptions struct {
 	out  io.Writer
 }
 
-func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command {
+func newCmdStatus(out io.Writer) *cobra.Command {
 	o := &statusOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -171,12 +164,7 @@ func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command
 		Example: `  vllm-timings status --vllm-dir /usr/local/lib/python3.12/dist-packages/vllm
   vllm-timings status --json | jq -r .state`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return statusRun(o)
-		},
+		RunE: func(*cobra.Command, []string) error { return statusRun(o) },
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.json, "json", false, "print a JSON object for scripts")
@@ -184,7 +172,7 @@ func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command
 }
 
 func statusRun(o *statusOptions) error {
-	s, err := openSession(o.options())
+	s, err := patcher.Open(o.options())
 	if err != nil {
 		return err
 	}
@@ -216,7 +204,7 @@ type revertOptions struct {
 	out    io.Writer
 }
 
-func newCmdRevert(out io.Writer, runF func(*revertOptions) error) *cobra.Command {
+func newCmdRevert(out io.Writer) *cobra.Command {
 	o := &revertOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "revert",
@@ -226,12 +214,7 @@ the files it created. It works whichever version of vllm-timings patched
 the tree, and writes all files or none.`,
 		Example: `  vllm-timings revert --vllm-dir ./venv/lib/python3.12/site-packages`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return revertRun(o)
-		},
+		RunE:    func(*cobra.Command, []string) error { return revertRun(o) },
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report, write nothing")
@@ -239,7 +222,7 @@ the tree, and writes all files or none.`,
 }
 
 func revertRun(o *revertOptions) error {
-	s, err := openSession(o.options())
+	s, err := patcher.Open(o.options())
 	if err != nil {
 		return err
 	}
@@ -268,7 +251,7 @@ type diffOptions struct {
 	out io.Writer
 }
 
-func newCmdDiff(out io.Writer, runF func(*diffOptions) error) *cobra.Command {
+func newCmdDiff(out io.Writer) *cobra.Command {
 	o := &diffOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "diff",
@@ -281,10 +264,7 @@ already patched.`,
   cd ./site-packages && git apply ../timings.patch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			s, err := openSession(o.options())
+			s, err := patcher.Open(o.options())
 			if err != nil {
 				return err
 			}

@@ -27,14 +27,14 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	// that add commands then merge without conflicts.
 	root.AddCommand(
 		// patcher commands
-		newCmdApply(stdout, stderr, nil),
-		newCmdStatus(stdout, nil),
-		newCmdRevert(stdout, nil),
-		newCmdDiff(stdout, nil),
+		newCmdApply(stdout, stderr),
+		newCmdStatus(stdout),
+		newCmdRevert(stdout),
+		newCmdDiff(stdout),
 		newCmdPatchsets(stdout),
-		newCmdDoctor(stdout, nil),
+		newCmdDoctor(stdout),
 		// nixgen commands
-		newCmdNix(nil, nil),
+		newCmdNix(nil),
 		// verify commands
 		newCmdVerify(),
 	)
