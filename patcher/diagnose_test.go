@@ -1,8 +1,6 @@
 package patcher
 
 import (
-	"github.com/vllm-timings/vllm-timings/patcher/testtree"
-
 	"bytes"
 	"errors"
 	"os"
@@ -10,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/patchsets"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 // newNightly is the raw-stream fixture as a vLLM nobody has seen: the
@@ -198,7 +198,7 @@ func TestDoctorEveryAnchorOutcome(t *testing.T) {
 	if _, diags := spec.Parse("skeleton.hcl", skel, spec.Assets{Builtin: patchsets.FS}); diags.HasErrors() {
 		t.Fatalf("skeleton does not parse: %s", diags.Error())
 	}
-	var pe *Error
+	var pe *exit.Error
 	if _, err := s.Apply(); !errors.As(err, &pe) {
 		t.Errorf("apply: %v", err)
 	}

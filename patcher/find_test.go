@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 func mkpkg(t *testing.T, dir, version string) string {
@@ -83,17 +85,17 @@ func TestFindWithPythonDoesNotImport(t *testing.T) {
 
 func TestFindErrors(t *testing.T) {
 	none := func(string) string { return "" }
-	var pe *Error
+	var pe *exit.Error
 	_, err := find(FindOptions{Getenv: none, Root: t.TempDir(), Python: "-"})
-	if !errors.As(err, &pe) || pe.Kind != KindNotFound {
+	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
 		t.Fatalf("nothing installed: %v", err)
 	}
 	_, err = find(FindOptions{Dir: filepath.Join(t.TempDir(), "nope"), Getenv: none})
-	if !errors.As(err, &pe) || pe.Kind != KindNotFound {
+	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
 		t.Fatalf("missing --vllm-dir: %v", err)
 	}
 	_, err = find(FindOptions{Dir: t.TempDir(), Getenv: none})
-	if !errors.As(err, &pe) || pe.Kind != KindNotFound {
+	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
 		t.Fatalf("--vllm-dir without vllm: %v", err)
 	}
 }

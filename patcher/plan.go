@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/pysrc"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
@@ -108,7 +109,7 @@ type SetPlan struct {
 	Files      []FilePlan
 	Failures   hcl.Diagnostics // why the set does not fit; empty if it does
 	Applicable bool            // every file it edits exists
-	Kind       Kind            // the kind of the first failure
+	Code       exit.Code       // the exit code of the first failure
 	Anchors    int             // anchors that matched
 }
 
@@ -165,9 +166,9 @@ func (p *SetPlan) problems() int {
 	return n
 }
 
-func (p *SetPlan) fail(k Kind, d *hcl.Diagnostic) {
+func (p *SetPlan) fail(code exit.Code, d *hcl.Diagnostic) {
 	if len(p.Failures) == 0 {
-		p.Kind = k
+		p.Code = code
 	}
 	p.Failures = append(p.Failures, d)
 }
@@ -202,7 +203,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 			fp.State = Modified
 			fp.problem, fp.detail = problemFile, fmt.Sprintf("exists and was not written by vllm-timings (its first line is not %q); move it away if it is stale", ownedHeader)
 			rng := f.Range
-			p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "File exists and is not ours",
+			p.fail(ExitModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "File exists and is not ours",
 				Detail:  fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, ownedHeader),
 				Subject: &rng})
 		case bytes.Equal(st.Data, fp.New):
@@ -227,7 +228,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 		fp.State = Modified
 		fp.problem, fp.detail = problemFile, fmt.Sprintf("broken vllm-timings markers: %v", err)
 		rng := f.Range
-		p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Broken vllm-timings markers",
+		p.fail(ExitModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Broken vllm-timings markers",
 			Detail:  fmt.Sprintf("%s: %v. Something other than vllm-timings edited this file; reinstall vLLM (or restore the file) and run apply again.", f.Path, err),
 			Subject: &rng})
 	}
@@ -288,22 +289,22 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 	return fp
 }
 
-func requireFailure(set *spec.PatchSet, path string, q spec.Require, err error) (Kind, *hcl.Diagnostic) {
+func requireFailure(set *spec.PatchSet, path string, q spec.Require, err error) (exit.Code, *hcl.Diagnostic) {
 	rng := q.Range
 	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
 	var amb *pysrc.AmbiguousError
 	if errors.As(err, &amb) {
 		d.Summary = "Required statement matches more than once"
 		d.Detail = fmt.Sprintf("Require %q of patch set %q, in %s: %v.", q.Name, set.Name, path, err)
-		return KindAmbiguous, d
+		return ExitAmbiguous, d
 	}
 	d.Summary = "Required statement not found"
 	d.Detail = fmt.Sprintf("Require %q of patch set %q: in %s there is %v. The set is for vLLMs that have this statement; this one does not, so another set (or your own, --patchset) has to fit it.",
 		q.Name, set.Name, path, err)
-	return KindMissing, d
+	return ExitMissing, d
 }
 
-func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (Kind, *hcl.Diagnostic) {
+func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (exit.Code, *hcl.Diagnostic) {
 	rng := e.Range
 	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
 	var amb *pysrc.AmbiguousError
@@ -312,16 +313,16 @@ func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (Kin
 	case errors.As(err, &amb):
 		d.Summary = "Anchor matches more than once"
 		d.Detail = fmt.Sprintf("Edit %q of patch set %q, in %s: %v.", e.Name, set.Name, path, err)
-		return KindAmbiguous, d
+		return ExitAmbiguous, d
 	case errors.As(err, &nf):
 		d.Summary = "Anchor not found"
 		d.Detail = fmt.Sprintf("Edit %q of patch set %q: in %s there is %v. This vLLM differs from the one the patch set was written for: run \"vllm-timings patchsets\" to see what each set covers, or adapt the anchor and pass your patch set with --patchset.",
 			e.Name, set.Name, path, err)
-		return KindMissing, d
+		return ExitMissing, d
 	default:
 		d.Summary = "Anchor cannot be used"
 		d.Detail = fmt.Sprintf("Edit %q of patch set %q, in %s: %v.", e.Name, set.Name, path, err)
-		return KindMissing, d
+		return ExitMissing, d
 	}
 }
 
@@ -351,7 +352,7 @@ func choose(lib *Library, snap snapshot) (*Selection, error) {
 		}
 		for _, other := range fit[1:] {
 			if !samePlan(fit[0], other) {
-				return sel, errorf(KindDisagree, "patch sets %q and %q both fit this vLLM but would write different files. Remove one of them (--patchset), or make one's anchors specific to the version it was written for.", fit[0].Set.Name, other.Set.Name)
+				return sel, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q both fit this vLLM but would write different files", fit[0].Set.Name, other.Set.Name), Hint: "Remove one of them (--patchset), or make one's anchors specific to the version it was written for."}
 			}
 		}
 		sel.Chosen = fit[0]
@@ -386,7 +387,7 @@ func samePlan(a, b *SetPlan) bool {
 
 // noFitError explains why no patch set fits, with the failures of the
 // closest applicable set (the one with the fewest failures).
-func noFitError(lib *Library, inst *Install, sel *Selection) *Error {
+func noFitError(lib *Library, inst *Install, sel *Selection) *exit.Error {
 	var best *SetPlan
 	for _, c := range sel.Candidates {
 		if c.Applicable && (best == nil || len(c.Failures) < len(best.Failures)) {
@@ -404,11 +405,11 @@ func noFitError(lib *Library, inst *Install, sel *Selection) *Error {
 			}
 			need = append(need, fmt.Sprintf("  %s needs %s", c.Set.Name, strings.Join(files, ", ")))
 		}
-		return errorf(KindNotFound, "vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\" and \"vllm-timings doctor\").",
+		return errorf(ExitNotFound, "vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\" and \"vllm-timings doctor\").",
 			inst.Version, inst.Dir, strings.Join(need, "\n"))
 	}
 	msg := lib.render(best.Failures)
 	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d problems). Nothing was changed. Run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.",
 		inst.Version, inst.Dir, best.Set.Name, len(best.Failures))
-	return &Error{Kind: best.Kind, Msg: msg}
+	return &exit.Error{Code: best.Code, Msg: msg}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // TestSelectionByShape: on every fixture exactly one embedded set fits, the
@@ -63,9 +65,9 @@ func TestNoSetFitsChangesNothing(t *testing.T) {
 		t.Fatalf("chose %s", s.Sel.Chosen.Set.Name)
 	}
 	_, err := s.Apply()
-	var pe *Error
-	if !errors.As(err, &pe) || pe.Kind != KindMissing {
-		t.Fatalf("apply: %v, want a KindMissing error", err)
+	var pe *exit.Error
+	if !errors.As(err, &pe) || pe.Code != ExitMissing {
+		t.Fatalf("apply: %v, want a ExitMissing error", err)
 	}
 	for _, m := range []string{"Required statement not found", "return RequestOutput(", "RequestState._new_request_output", "Nothing was changed", "vllm-timings doctor"} {
 		if !strings.Contains(pe.Msg, m) {

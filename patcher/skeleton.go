@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // Skeleton is a patch set for the user to adapt: the HCL text of c, one of
@@ -18,11 +20,11 @@ import (
 func (d *Diagnosis) Skeleton(c *SetPlan) ([]byte, error) {
 	src, ok := d.lib.sources[c.Set.Source]
 	if !ok {
-		return nil, errorf(KindInternal, "no source for patch set %q", c.Set.Name)
+		return nil, errorf(exit.Internal, "no source for patch set %q", c.Set.Name)
 	}
 	f, diags := hclsyntax.ParseConfig(src, c.Set.Source, hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil, errorf(KindInternal, "re-reading %s: %s", c.Set.Source, diags.Error())
+		return nil, errorf(exit.Internal, "re-reading %s: %s", c.Set.Source, diags.Error())
 	}
 	var blk *hclsyntax.Block
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
@@ -31,7 +33,7 @@ func (d *Diagnosis) Skeleton(c *SetPlan) ([]byte, error) {
 		}
 	}
 	if blk == nil {
-		return nil, errorf(KindInternal, "patch set %q not found in %s", c.Set.Name, c.Set.Source)
+		return nil, errorf(exit.Internal, "patch set %q not found in %s", c.Set.Name, c.Set.Source)
 	}
 	version := d.Install.Version
 	r := &hclRewriter{src: src, base: blk.Range().Start.Byte}
@@ -105,7 +107,7 @@ func (d *Diagnosis) Skeleton(c *SetPlan) ([]byte, error) {
 	}
 	body, err := applyEdits(src[blk.Range().Start.Byte:blk.Range().End.Byte], r.edits)
 	if err != nil {
-		return nil, errorf(KindInternal, "writing the skeleton of %q: %v", c.Set.Name, err)
+		return nil, errorf(exit.Internal, "writing the skeleton of %q: %v", c.Set.Name, err)
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `# A patch set to adapt for vLLM %s, written by "vllm-timings doctor"

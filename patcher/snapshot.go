@@ -2,10 +2,13 @@ package patcher
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // fileSnapshot is what the planner knows of one target file.
@@ -25,7 +28,7 @@ type snapshot map[string]fileSnapshot
 func readSnapshot(inst *Install, rels []string) (snapshot, error) {
 	pkgReal, err := filepath.EvalSymlinks(inst.Dir)
 	if err != nil {
-		return nil, errorf(KindNotFound, "%s: %v", inst.Dir, err)
+		return nil, &exit.Error{Code: ExitNotFound, Pos: inst.Dir, Msg: err.Error(), Err: err}
 	}
 	snap := snapshot{}
 	for _, rel := range rels {
@@ -39,14 +42,14 @@ func readSnapshot(inst *Install, rels []string) (snapshot, error) {
 			continue
 		}
 		if err != nil {
-			return nil, errorf(KindFS, "%s: %v", rel, err)
+			return nil, &exit.Error{Code: ExitFS, Pos: rel, Msg: err.Error(), Err: err}
 		}
 		if !st.Mode().IsRegular() {
-			return nil, errorf(KindModified, "%s is not a regular file; remove it or fix the installation.", rel)
+			return nil, errorf(ExitModified, "%s is not a regular file; remove it or fix the installation.", rel)
 		}
 		b, err := os.ReadFile(abs)
 		if err != nil {
-			return nil, errorf(KindFS, "cannot read %s: %v", rel, err)
+			return nil, errorf(ExitFS, "cannot read %s: %v", rel, err)
 		}
 		snap[rel] = fileSnapshot{Exists: true, Data: b, Mode: st.Mode().Perm()}
 	}
@@ -69,10 +72,10 @@ func checkInside(pkgReal, pkg, abs, rel string) error {
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return errorf(KindFS, "%s: %v", rel, err)
+		return &exit.Error{Code: ExitFS, Pos: rel, Msg: err.Error(), Err: err}
 	}
 	if real != pkgReal && !strings.HasPrefix(real, pkgReal+string(filepath.Separator)) {
-		return errorf(KindFS, "refusing %s: it is a symlink that leads to %s, outside the vllm package %s. vllm-timings writes only inside the package; replace the link with a regular file.", rel, real, pkgReal)
+		return &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("refusing %s: it is a symlink that leads to %s, outside the vllm package %s", rel, real, pkgReal), Hint: "vllm-timings writes only inside the package; replace the link with a regular file."}
 	}
 	return nil
 }

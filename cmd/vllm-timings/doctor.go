@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vllm-timings/vllm-timings/patcher"
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // --- doctor ---
@@ -66,7 +67,7 @@ func doctorRun(o *doctorOptions) error {
 	}
 	if o.skeleton != "" {
 		if err := os.WriteFile(o.skeleton, skel, 0o644); err != nil {
-			return &patcher.Error{Kind: patcher.KindFS, Msg: fmt.Sprintf("cannot write the skeleton: %v", err)}
+			return &exit.Error{Code: patcher.ExitFS, Msg: fmt.Sprintf("cannot write the skeleton: %v", err), Err: err}
 		}
 		fmt.Fprintf(o.out, "\nWrote a patch set to adapt, from %q, to %s.\n", d.Closest[0].Set.Name, o.skeleton)
 		fmt.Fprintf(o.out, "Change the anchors its comments point at, then: vllm-timings apply --dry-run --patchset %s\n", o.skeleton)

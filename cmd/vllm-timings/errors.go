@@ -5,41 +5,32 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
-// exitCoder is implemented by errors that carry their own process exit code.
-// Packages define their codes next to their errors (see patcher.ExitCode and
-// the README's table); anything else exits 1.
-type exitCoder interface {
-	ExitCode() int
-}
-
-// usageError marks a command-line mistake (exit 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-func (usageError) ExitCode() int   { return 2 }
-
+// usageErrorf is a command-line mistake the commands find themselves
+// (exit 2).
 func usageErrorf(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
+	return exit.Errorf(exit.Usage, format, args...)
 }
 
-// reportError prints err and returns its exit code.
+// reportError prints err and returns its exit code: an *exit.Error's own,
+// 1 for anything else.
 func reportError(stderr io.Writer, err error) int {
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "vllm-timings") {
 		msg = "vllm-timings: " + msg
 	}
 	fmt.Fprintln(stderr, msg)
-	var ec exitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
+	var e *exit.Error
+	if errors.As(err, &e) {
+		return int(e.Code)
 	}
 	if isCobraUsage(err) {
-		return 2
+		return int(exit.Usage)
 	}
-	return 1
+	return int(exit.Internal)
 }
 
 // isCobraUsage recognises cobra's own argument and flag errors, which are

@@ -100,11 +100,11 @@ func scriptParams(dir string) testscript.Params {
 func cmdVllmTimings(ts *testscript.TestScript, neg bool, args []string) {
 	code := 0
 	if err := ts.Exec(binary, args...); err != nil {
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) {
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
 			ts.Fatalf("running vllm-timings: %v", err)
 		}
-		code = exit.ExitCode()
+		code = exitErr.ExitCode()
 	}
 	ts.Setenv("EXITCODE", strconv.Itoa(code))
 	switch {

@@ -37,14 +37,6 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-func exitCodeTable() string {
-	var b strings.Builder
-	for _, c := range patcher.ExitCodes {
-		fmt.Fprintf(&b, "  %d  %s\n", c.Code, c.Meaning)
-	}
-	return b.String()
-}
-
 // --- apply ---
 
 type applyOptions struct {
@@ -68,7 +60,7 @@ anchors all match the installed files, plans every edit in memory and then
 writes all files or none. Running it again on a patched tree writes nothing.
 
 Exit codes:
-` + exitCodeTable(),
+` + patcher.ExitCodes.Text(),
 		Example: `  # In the container, before the server starts:
   /patches/vllm-timings apply --on-failure warn && exec vllm serve ...
 

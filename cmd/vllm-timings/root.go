@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // version is set at link time: -ldflags "-X main.version=1.2.3".
@@ -21,7 +23,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exit.Error{Code: exit.Usage, Msg: err.Error(), Err: err}
+	})
 
 	// Subcommands, one constructor per file. Keep one per line: branches
 	// that add commands then merge without conflicts.
