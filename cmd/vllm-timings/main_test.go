@@ -18,7 +18,7 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/verify/verifytest"
 )
 
-var update = flag.Bool("u", false, "rewrite what tests compare against: the cmp files in testdata/script/**/*.txtar")
+var update = flag.Bool("u", false, "rewrite what tests compare against: the cmp files in testdata/script/**/*.txtar and the README's exit-code tables")
 
 // binary is the name under which TestMain puts this test binary on the
 // scripts' $PATH, to run as the real vllm-timings. Scripts call it through

@@ -45,7 +45,10 @@ dockerArgs for the docker run line and cmdPrefix for the -c "..." string,
 before exec vllm serve. "nix model" prints a whole model entry.
 
 Input that cannot pass through every layer unchanged is refused with an
-error saying what to change, and an exit code from 10 to 19.`,
+error saying what to change, and its own exit code.
+
+Exit codes:
+` + nixgen.ExitCodes.Text(),
 		Args: cobra.NoArgs,
 	}
 	f := cmd.PersistentFlags()

@@ -90,11 +90,16 @@ func (t *Table) Add(code Code, meaning string) Code {
 // Entries returns the rows of the table.
 func (t *Table) Entries() []Entry { return append([]Entry(nil), t.entries...) }
 
-// Text renders the table for a --help text: "  5  meaning" a line.
+// Text renders the table for a --help text: "  5  meaning" a line, the
+// codes aligned on the right.
 func (t *Table) Text() string {
+	width := 1
+	for _, e := range t.entries {
+		width = max(width, len(fmt.Sprint(e.Code)))
+	}
 	var b strings.Builder
 	for _, e := range t.entries {
-		fmt.Fprintf(&b, "  %d  %s\n", e.Code, e.Meaning)
+		fmt.Fprintf(&b, "  %*d  %s\n", width, e.Code, e.Meaning)
 	}
 	return b.String()
 }

@@ -35,6 +35,12 @@ func TestTable(t *testing.T) {
 	if got, want := tab.Text(), "  5  five\n  0  `ok`\n"; got != want {
 		t.Errorf("Text() = %q, want %q", got, want)
 	}
+	wide := Table{}
+	wide.Add(2, "two")
+	wide.Add(20, "twenty")
+	if got, want := wide.Text(), "   2  two\n  20  twenty\n"; got != want {
+		t.Errorf("Text() = %q, want %q", got, want)
+	}
 	if got, want := tab.Markdown(), "| code | meaning |\n| --- | --- |\n| 5 | five |\n| 0 | `ok` |\n"; got != want {
 		t.Errorf("Markdown() = %q, want %q", got, want)
 	}
