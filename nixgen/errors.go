@@ -14,7 +14,7 @@ import (
 var ExitCodes exit.Table
 
 var (
-	_                = ExitCodes.Add(exit.Usage, "bad flags: no `--binary`, an unknown `--format`, no model name, `--env`/`--macro` without `=`")
+	_                = ExitCodes.Add(exit.Usage, "bad flags: no `--binary`, an unknown `--format` or `--on-failure`, no model name, `--env`/`--macro` without `=`")
 	ExitPath         = ExitCodes.Add(10, "a path that is empty, relative, `/` or not clean (`//`, `/./`, `/../`, trailing `/`)")
 	ExitUnprintable  = ExitCodes.Add(11, "a newline or another non-printable character (it would need bash's `$'...'`, which llama-swap cannot split), or invalid UTF-8")
 	ExitMacroInPath  = ExitCodes.Add(12, "`${NAME}` or `${env.NAME}` in a path: llama-swap would substitute it or refuse the config")
@@ -22,7 +22,7 @@ var (
 	ExitColon        = ExitCodes.Add(14, "`:` in a path, which `docker run -v` uses as its separator")
 	ExitName         = ExitCodes.Add(15, "an invalid model (Docker container), environment variable or macro name")
 	ExitMacroValue   = ExitCodes.Add(16, "a macro value that is empty or not a plain word")
-	ExitOption       = ExitCodes.Add(17, "`--on-failure` other than `warn`/`abort`, or no `--image`")
+	ExitOption       = ExitCodes.Add(17, "no `--image` (from Go: an empty Binary or Image, or an OnFailure other than `warn`/`abort`)")
 )
 
 // errorf is an input that cannot be represented safely in the generated

@@ -54,7 +54,8 @@ Exit codes:
 	f := cmd.PersistentFlags()
 	f.StringVar(&opts.Binary, "binary", "", "host `path` of the vllm-timings binary, e.g. a /nix/store path (required)")
 	f.StringVar(&opts.Mount, "mount", nixgen.DefaultMount, "container `path` to mount the binary at")
-	f.StringVar(&opts.OnFailure, "on-failure", "warn", "what apply does when patching fails: warn (vLLM starts without timings) or abort")
+	opts.OnFailure = "warn"
+	f.Var((*onFailure)(&opts.OnFailure), "on-failure", "what apply does when patching fails: warn (vLLM starts without timings) or abort")
 	f.StringArrayVar(&opts.Patchsets, "patchset", nil, "host `path` of an extra patch set; mounted read-only and passed to apply (repeatable)")
 	f.StringVar(&opts.Format, "format", "nix", "output format: nix or json")
 

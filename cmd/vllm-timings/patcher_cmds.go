@@ -11,21 +11,6 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher"
 )
 
-// vllmFlags are the flags every command that touches vLLM shares.
-type vllmFlags struct {
-	vllmDir   string
-	patchsets []string
-}
-
-func (f *vllmFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.vllmDir, "vllm-dir", "", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
-	cmd.Flags().StringArrayVar(&f.patchsets, "patchset", nil, "an extra patch set (.hcl), tried before the embedded ones; repeatable")
-}
-
-func (f *vllmFlags) options() patcher.Options {
-	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir}, PatchSets: f.patchsets}
-}
-
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "vllm-timings: "+format+"\n", args...)
 }
@@ -41,7 +26,7 @@ func plural(n int, what string) string {
 
 type applyOptions struct {
 	vllmFlags
-	onFailure string
+	onFailure onFailure
 	dryRun    bool
 	out, err  io.Writer
 }
@@ -70,15 +55,11 @@ Exit codes:
   # Use your own patch set for a vLLM no embedded set fits:
   vllm-timings apply --patchset ./my-nightly.hcl`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.onFailure != "abort" && o.onFailure != "warn" {
-				return usageErrorf("--on-failure %q: use abort or warn", o.onFailure)
-			}
-			return applyRun(o)
-		},
+		RunE: func(*cobra.Command, []string) error { return applyRun(o) },
 	}
 	o.register(cmd)
-	cmd.Flags().StringVar(&o.onFailure, "on-failure", "abort", "abort: exit non-zero on any problem; warn: print it and exit 0 with nothing changed, so vLLM starts without timings")
+	o.onFailure = "abort"
+	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem; warn: print it and exit 0 with nothing changed, so vLLM starts without timings")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
 	return cmd
 }

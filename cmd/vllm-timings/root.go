@@ -4,15 +4,14 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-
-	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // version is set at link time: -ldflags "-X main.version=1.2.3".
 var version = "dev"
 
-// newRootCmd builds the command tree. Each subcommand lives in its own file
-// with a newCmdX constructor and is added here.
+// newRootCmd builds the command tree: a newCmdX constructor for each
+// command, in the file of its group (patcher_cmds.go, doctor.go, nix.go,
+// verify.go).
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "vllm-timings",
@@ -23,12 +22,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exit.Error{Code: exit.Usage, Msg: err.Error(), Err: err}
-	})
 
-	// Subcommands, one constructor per file. Keep one per line: branches
-	// that add commands then merge without conflicts.
+	// Keep one command per line: branches that add commands then merge
+	// without conflicts.
 	root.AddCommand(
 		// patcher commands
 		newCmdApply(stdout, stderr),
@@ -42,6 +38,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		// verify commands
 		newCmdVerify(),
 	)
+	// Cobra would add these in Execute; added now, markRunErrors sees them.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	markRunErrors(root)
 	return root
 }
 
