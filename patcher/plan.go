@@ -200,12 +200,9 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 		case !st.Exists:
 			fp.State = Unpatched
 		case !owned(st.Data):
-			fp.State = Modified
-			fp.problem, fp.detail = problemFile, fmt.Sprintf("exists and was not written by vllm-timings (its first line is not %q); move it away if it is stale", ownedHeader)
-			rng := f.Range
-			p.fail(ExitModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "File exists and is not ours",
-				Detail:  fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, ownedHeader),
-				Subject: &rng})
+			p.refuseFile(&fp, f, "File exists and is not ours",
+				fmt.Sprintf("exists and was not written by vllm-timings (its first line is not %q); move it away if it is stale", ownedHeader),
+				fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, ownedHeader))
 		case bytes.Equal(st.Data, fp.New):
 			fp.State = Patched
 			fp.Original = nil
@@ -225,12 +222,9 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 	case !st.Exists:
 		fp.State, fp.problem = Missing, problemNoFile
 	case err != nil:
-		fp.State = Modified
-		fp.problem, fp.detail = problemFile, fmt.Sprintf("broken vllm-timings markers: %v", err)
-		rng := f.Range
-		p.fail(ExitModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Broken vllm-timings markers",
-			Detail:  fmt.Sprintf("%s: %v. Something other than vllm-timings edited this file; reinstall vLLM (or restore the file) and run apply again.", f.Path, err),
-			Subject: &rng})
+		p.refuseFile(&fp, f, "Broken vllm-timings markers",
+			fmt.Sprintf("broken vllm-timings markers: %v", err),
+			fmt.Sprintf("%s: %v. Something other than vllm-timings edited this file; reinstall vLLM (or restore the file) and run apply again.", f.Path, err))
 	}
 	if fp.problem != "" {
 		for i := range fp.anchors {
@@ -287,6 +281,16 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 		fp.State = Unpatched
 	}
 	return fp
+}
+
+// refuseFile marks a file the set cannot plan at all (a foreign file where
+// the set creates one, broken markers): problem is what the doctor shows,
+// summary and detail the set's failure.
+func (p *SetPlan) refuseFile(fp *FilePlan, f spec.File, summary, problem, detail string) {
+	fp.State = Modified
+	fp.problem, fp.detail = problemFile, problem
+	rng := f.Range
+	p.fail(ExitModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rng})
 }
 
 func requireFailure(set *spec.PatchSet, path string, q spec.Require, err error) (exit.Code, *hcl.Diagnostic) {
