@@ -1,6 +1,7 @@
 // Package modules holds no code: it is the home of the Go tests for the Nix
-// side of the project, the flake (flake.nix, nix/) and the NixOS module
-// (modules/nixos), so that `go test ./...` checks them too.
+// side of the project, the flake (flake.nix, with modules/package.nix and
+// modules/checks.nix) and the NixOS module (modules/nixos), so that
+// `go test ./...` checks them too.
 //
 // Three levels, from always to when the tools are there:
 //   - every .nix file in the repository must pass `nix-instantiate --parse`

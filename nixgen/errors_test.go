@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // TestRefusals checks that each kind of input that cannot be carried through
@@ -17,7 +19,7 @@ func TestRefusals(t *testing.T) {
 		name  string
 		opts  Options
 		model *ModelOptions
-		code  int
+		code  exit.Code
 		want  []string // substrings of the message
 	}{
 		{"missing binary", Options{}, nil, ExitOption, []string{"--binary", "is missing", "host path"}},
@@ -64,12 +66,12 @@ func TestRefusals(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *exit.Error
 			if !errors.As(err, &e) {
-				t.Fatalf("got %v, want an *Error", err)
+				t.Fatalf("got %v, want an *exit.Error", err)
 			}
-			if e.ExitCode() != tt.code {
-				t.Errorf("exit code %d, want %d (%v)", e.ExitCode(), tt.code, err)
+			if e.Code != tt.code {
+				t.Errorf("exit code %d, want %d (%v)", e.Code, tt.code, err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
@@ -87,7 +89,7 @@ func TestShQuoteRefusesDollarQuote(t *testing.T) {
 		t.Fatalf("syntax.Quote(LangBash) gave %q; this test assumes $'...'", q)
 	}
 	_, err := shQuote("--binary", "a\x01")
-	var e *Error
+	var e *exit.Error
 	if !errors.As(err, &e) || e.Code != ExitUnprintable || !strings.Contains(err.Error(), "$'...'") {
 		t.Fatalf("shQuote = %v, want an ExitUnprintable error naming $'...'", err)
 	}

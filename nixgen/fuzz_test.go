@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // FuzzLayers puts a string into every role a user's text can take (serve
@@ -65,7 +67,7 @@ func FuzzLayers(f *testing.F) {
 				o := outs[i]
 				checkParity(t, v, o)
 				if o.modelErr != nil {
-					var e *Error
+					var e *exit.Error
 					if !errors.As(o.modelErr, &e) || e.Code < 10 || e.Code > 19 {
 						t.Fatalf("refused without an exit code from 10 to 19: %v", o.modelErr)
 					}

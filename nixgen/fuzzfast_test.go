@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // FuzzWordsInProcess is FuzzLayers without external programs, so that it
@@ -32,7 +34,7 @@ func FuzzWordsInProcess(f *testing.F) {
 		for _, v := range roles {
 			m, err := NewModel(v.opts, v.model)
 			if err != nil {
-				var e *Error
+				var e *exit.Error
 				if !errors.As(err, &e) || e.Code < 10 || e.Code > 19 {
 					t.Fatalf("refused without an exit code from 10 to 19: %v", err)
 				}

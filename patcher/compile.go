@@ -51,7 +51,7 @@ for f in json.load(sys.stdin):
 json.dump(out, sys.stdout)
 `
 
-// check refuses (KindCompile) any file whose new content would not
+// check refuses (ExitCompile) any file whose new content would not
 // compile while its old content did. Every file also passes the scanner's
 // marker check: each marker comment of ours must be a line of its own,
 // not swallowed by a string or a bracket of the inserted code. With a
@@ -90,7 +90,7 @@ func (c compileCheck) check(files []compileInput) error {
 		return nil
 	}
 	sort.Strings(problems)
-	return errorf(KindCompile, "the patched code would not compile:\n  %s\nThe patch set's code is at fault (an unclosed bracket or string, a bad indentation): fix the code of the edit that inserts it. Nothing was written.", strings.Join(capList(problems, 20), "\n  "))
+	return errorf(ExitCompile, "the patched code would not compile:\n  %s\nThe patch set's code is at fault (an unclosed bracket or string, a bad indentation): fix the code of the edit that inserts it. Nothing was written.", strings.Join(capList(problems, 20), "\n  "))
 }
 
 type pyErr struct {

@@ -14,7 +14,7 @@ import (
 // and 1acd67a) edit vLLM's files in place and tag every edit with
 // legacyTag. A tree they edited must not be patched again beside them (the
 // old code would overwrite our timings with its own), so apply refuses it
-// (KindLegacy), and apply --take-over removes their edits exactly before
+// (ExitLegacy), and apply --take-over removes their edits exactly before
 // applying, so that revert then gives the pristine tree.
 //
 // Their edits have five shapes, recognised here by structure and not by

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/patchsets"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
@@ -70,7 +71,7 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 		lib.User = append(lib.User, sets...)
 	}
 	if diags.HasErrors() {
-		return nil, &Error{Kind: KindSpec, Msg: lib.Render(diags) + "vllm-timings: the patch set above is invalid; fix the lines shown (the patcher package documents the language)."}
+		return nil, &exit.Error{Code: ExitSpec, Msg: lib.render(diags) + "vllm-timings: the patch set above is invalid; fix the lines shown (the patcher package documents the language)."}
 	}
 	user := map[string]bool{}
 	for _, s := range lib.User {
@@ -95,33 +96,39 @@ const MaxPatchSetSize = 1 << 20
 // MaxPatchSetSize bytes. It is opened non-blocking, so a FIFO given by
 // mistake fails instead of waiting forever.
 func readPatchSetFile(file string) ([]byte, error) {
+	pos := "--patchset " + file
 	notRegular := func(m fs.FileMode) error {
-		return errorf(KindPatchSetFile, "--patchset %s is not a regular file (%s). Pass the .hcl file itself.", file, describeMode(m))
+		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: "not a regular file (" + describeMode(m) + ")", Hint: "Pass the .hcl file itself."}
+	}
+	cannotRead := func(err error) error {
+		return &exit.Error{Code: ExitSpec, Msg: fmt.Sprintf("cannot read patch set %s: %v", file, err), Hint: "Check the --patchset path (inside a container, it must be mounted).", Err: err}
+	}
+	tooBig := func(n int64) error {
+		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: fmt.Sprintf("%d bytes; a patch set is at most %d (1 MiB)", n, MaxPatchSetSize), Hint: "Is it the right file?"}
 	}
 	st, err := os.Stat(file)
 	if err != nil {
-		return nil, errorf(KindSpec, "cannot read patch set %s: %v. Check the --patchset path (inside a container, it must be mounted).", file, err)
+		return nil, cannotRead(err)
 	}
 	if !st.Mode().IsRegular() {
 		return nil, notRegular(st.Mode())
-	}
-	tooBig := func(n int64) error {
-		return errorf(KindPatchSetFile, "--patchset %s is %d bytes; a patch set is at most %d (1 MiB). Is it the right file?", file, n, MaxPatchSetSize)
 	}
 	if st.Size() > MaxPatchSetSize {
 		return nil, tooBig(st.Size())
 	}
 	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, errorf(KindSpec, "cannot read patch set %s: %v", file, err)
+		return nil, cannotRead(err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	if st, err := f.Stat(); err != nil {
+		return nil, cannotRead(err)
+	} else if !st.Mode().IsRegular() {
 		return nil, notRegular(st.Mode())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxPatchSetSize+1))
 	if err != nil {
-		return nil, errorf(KindSpec, "cannot read patch set %s: %v", file, err)
+		return nil, cannotRead(err)
 	}
 	if len(b) > MaxPatchSetSize {
 		return nil, tooBig(int64(len(b)))
@@ -146,7 +153,7 @@ func describeMode(m fs.FileMode) string {
 	}
 }
 
-// maxDiagnostics is how many diagnostics Render shows; the rest are
+// maxDiagnostics is how many diagnostics render shows; the rest are
 // counted.
 const maxDiagnostics = 20
 
@@ -156,9 +163,9 @@ const maxLineWidth = 240
 
 var snippetLine = regexp.MustCompile(`^ *\d+: `)
 
-// Render prints diagnostics with the HCL source lines they point at: the
+// render prints diagnostics with the HCL source lines they point at: the
 // first 20, then how many more there are, each line at most 240 bytes.
-func (l *Library) Render(diags hcl.Diagnostics) string {
+func (l *Library) render(diags hcl.Diagnostics) string {
 	files := map[string]*hcl.File{}
 	for name, src := range l.sources {
 		files[name] = &hcl.File{Bytes: src}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // LockName is the lock file inside the vllm package. Every run that may
@@ -40,7 +42,7 @@ func lockTree(pkg string, wait time.Duration) (*treeLock, error) {
 			if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 				return &treeLock{}, nil
 			}
-			return nil, errorf(KindFS, "cannot create the lock file %s: %v. Check that the vllm package directory is writable.", path, err)
+			return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot create the lock file %s: %v", path, err), Hint: "Check that the vllm package directory is writable.", Err: err}
 		}
 		err = flockRetry(f, syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -55,10 +57,10 @@ func lockTree(pkg string, wait time.Duration) (*treeLock, error) {
 		}
 		f.Close()
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errorf(KindFS, "cannot lock %s: %v", path, err)
+			return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot lock %s: %v", path, err), Err: err}
 		}
 		if time.Now().After(deadline) {
-			return nil, errorf(KindLocked, "another vllm-timings run holds the lock %s, and it was not released within %v. A held flock means a live process (the lock dies with its holder): wait for it to finish, or raise --lock-wait. Nothing was changed.", path, wait)
+			return nil, &exit.Error{Code: ExitLocked, Msg: fmt.Sprintf("another vllm-timings run holds the lock %s, and it was not released within %v", path, wait), Hint: "A held flock means a live process (the lock dies with its holder): wait for it to finish, or raise --lock-wait. Nothing was changed."}
 		}
 		time.Sleep(delay)
 		if delay < 50*time.Millisecond {

@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // ManifestName is the record, inside the vllm package, of what vllm-timings
@@ -81,7 +84,7 @@ func readManifest(pkg string) (*Manifest, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, errorf(KindFS, "cannot read %s: %v", manifestPath(pkg), err)
+		return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot read %s: %v", manifestPath(pkg), err), Err: err}
 	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -90,14 +93,14 @@ func readManifest(pkg string) (*Manifest, error) {
 		if err != nil {
 			why = err.Error()
 		}
-		return nil, errorf(KindManifest, "%s is unreadable (%s). vllm-timings writes it atomically, so something else changed it. Remove it and run the command again: the markers in the files still tell revert what is ours (only files a --patchset created need that --patchset again).", manifestPath(pkg), why)
+		return nil, &exit.Error{Code: ExitManifest, Pos: manifestPath(pkg), Msg: "unreadable (" + why + ")", Hint: "vllm-timings writes it atomically, so something else changed it. Remove it and run the command again: the markers in the files still tell revert what is ours (only files a --patchset created need that --patchset again).", Err: err}
 	}
 	if m.Format > manifestFormat {
-		return nil, errorf(KindManifest, "%s was written by a newer vllm-timings (format %d; this one reads %d). Use that version, or remove the file and run again.", manifestPath(pkg), m.Format, manifestFormat)
+		return nil, &exit.Error{Code: ExitManifest, Pos: manifestPath(pkg), Msg: fmt.Sprintf("written by a newer vllm-timings (format %d; this one reads %d)", m.Format, manifestFormat), Hint: "Use that version, or remove the file and run again."}
 	}
 	for _, p := range m.paths() {
 		if !strings.HasPrefix(p, "vllm/") || strings.Contains(p, "..") {
-			return nil, errorf(KindManifest, "%s names %q, which is not a file inside the vllm package. Remove the manifest and run again.", manifestPath(pkg), p)
+			return nil, &exit.Error{Code: ExitManifest, Pos: manifestPath(pkg), Msg: fmt.Sprintf("names %q, which is not a file inside the vllm package", p), Hint: "Remove the manifest and run again."}
 		}
 	}
 	return &m, nil

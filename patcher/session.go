@@ -13,6 +13,8 @@ import (
 	"time"
 
 	udiff "github.com/aymanbagabas/go-udiff"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // Options are what every command that touches vLLM shares.
@@ -64,7 +66,7 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst, err := Find(o.Find)
+	inst, err := find(o.Find)
 	if err != nil {
 		return nil, err
 	}
@@ -199,13 +201,13 @@ func (s *Session) legacyError(verb string) error {
 		return nil
 	}
 	if s.legacyErr != nil {
-		return errorf(KindLegacy, "the older patch_timings scripts edited %s (lines marked %q), and vllm-timings cannot undo them exactly: %v. Reinstall vLLM (or restore these files from its wheel), then run %s again. Nothing was changed.", strings.Join(s.legacy, ", "), legacyTag, s.legacyErr, verb)
+		return &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q), and vllm-timings cannot undo them exactly: %v", strings.Join(s.legacy, ", "), legacyTag, s.legacyErr), Hint: fmt.Sprintf("Reinstall vLLM (or restore these files from its wheel), then run %s again. Nothing was changed.", verb), Err: s.legacyErr}
 	}
 	if s.opts.TakeOver {
 		return nil
 	}
-	return errorf(KindLegacy, "the older patch_timings scripts edited %s (lines marked %q). Patching beside them would run both, and theirs would overwrite these timings. Run \"vllm-timings %s --take-over\": it removes their edits exactly (giving vLLM's own files back) and then %s. Stop running the old script before vllm serve. Nothing was changed.",
-		strings.Join(s.legacy, ", "), legacyTag, verb, map[string]string{"apply": "applies", "revert": "reverts"}[verb])
+	return &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), legacyTag),
+		Hint: fmt.Sprintf("Patching beside them would run both, and theirs would overwrite these timings. Run \"vllm-timings %s --take-over\": it removes their edits exactly (giving vLLM's own files back) and then %s. Stop running the old script before vllm serve. Nothing was changed.", verb, map[string]string{"apply": "applies", "revert": "reverts"}[verb])}
 }
 
 // Apply writes the plan: all files or none. It returns one line per file
@@ -231,7 +233,7 @@ func (s *Session) Apply() ([]string, error) {
 	for _, f := range p.Files {
 		planned[f.Path] = true
 		raw := s.snap[f.Path]
-		if !f.Changed() && bytes.Equal(raw.Data, s.clean[f.Path].Data) {
+		if !f.changed() && bytes.Equal(raw.Data, s.clean[f.Path].Data) {
 			continue
 		}
 		c := s.change(f.Path, f.New, f.Mode)
@@ -407,7 +409,7 @@ func (s *Session) revertChanges(skip map[string]bool) ([]change, error) {
 		}
 		orig, had, err := strip(st.Data)
 		if err != nil {
-			return nil, errorf(KindModified, "%s: %v. Something other than vllm-timings edited this file, so revert will not guess; reinstall vLLM or restore the file. Nothing was changed.", rel, err)
+			return nil, &exit.Error{Code: ExitModified, Pos: rel, Msg: err.Error(), Hint: "Something other than vllm-timings edited this file, so revert will not guess; reinstall vLLM or restore the file. Nothing was changed."}
 		}
 		if had || !bytes.Equal(st.Data, s.snap[rel].Data) {
 			edits = append(edits, s.change(rel, orig, st.Mode))

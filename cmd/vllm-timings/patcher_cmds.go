@@ -5,43 +5,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vllm-timings/vllm-timings/patcher"
 )
-
-// vllmFlags are the flags every command that touches vLLM shares.
-type vllmFlags struct {
-	vllmDir   string
-	patchsets []string
-	lockWait  time.Duration
-	cmd       *cobra.Command
-}
-
-func (f *vllmFlags) register(cmd *cobra.Command) {
-	f.cmd = cmd
-	cmd.Flags().StringVar(&f.vllmDir, "vllm-dir", "", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
-	cmd.Flags().StringArrayVar(&f.patchsets, "patchset", nil, "an extra patch set (.hcl), tried before the embedded ones; repeatable")
-}
-
-// registerLock adds --lock-wait to commands that write.
-func (f *vllmFlags) registerLock(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&f.lockWait, "lock-wait", patcher.DefaultLockWait, "how long to wait for another vllm-timings run on the same tree to finish (exit 30 after that)")
-}
-
-// check refuses flag values that would silently mean something else.
-func (f *vllmFlags) check() error {
-	if f.cmd != nil && f.cmd.Flags().Changed("vllm-dir") && strings.TrimSpace(f.vllmDir) == "" {
-		return usageErrorf("--vllm-dir is empty (an unset variable in the command line?); pass the vllm package directory, or leave the flag out to search for vLLM")
-	}
-	return nil
-}
-
-func (f *vllmFlags) options() patcher.Options {
-	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir}, PatchSets: f.patchsets, LockWait: f.lockWait}
-}
 
 // warn prints the session's warnings.
 func warn(w io.Writer, s *patcher.Session) {
@@ -49,10 +17,6 @@ func warn(w io.Writer, s *patcher.Session) {
 		logf(w, "warning: %s", m)
 	}
 }
-
-// openSession is patcher.Open; commands call it through their options so
-// tests can see what a command would open.
-var openSession = patcher.Open
 
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "vllm-timings: "+format+"\n", args...)
@@ -65,25 +29,17 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-func exitCodeTable() string {
-	var b strings.Builder
-	for _, c := range patcher.ExitCodes {
-		fmt.Fprintf(&b, "  %d  %s\n", c.Code, c.Meaning)
-	}
-	return b.String()
-}
-
 // --- apply ---
 
 type applyOptions struct {
 	vllmFlags
-	onFailure string
+	onFailure onFailure
 	dryRun    bool
 	takeOver  bool
 	out, err  io.Writer
 }
 
-func newCmdApply(out, errw io.Writer, runF func(*applyOptions) error) *cobra.Command {
+func newCmdApply(out, errw io.Writer) *cobra.Command {
 	o := &applyOptions{out: out, err: errw}
 	cmd := &cobra.Command{
 		Use:   "apply",
@@ -97,7 +53,7 @@ anchors all match the installed files, plans every edit in memory and then
 writes all files or none. Running it again on a patched tree writes nothing.
 
 Exit codes:
-` + exitCodeTable(),
+` + patcher.ExitCodes.Text(),
 		Example: `  # In the container, before the server starts (with ";" or "|| true",
   # vLLM starts whatever apply says; "&&" would stop it on any failure):
   /patches/vllm-timings apply --on-failure warn || true; exec vllm serve ...
@@ -111,21 +67,11 @@ Exit codes:
   # Use your own patch set for a vLLM no embedded set fits:
   vllm-timings apply --patchset ./my-nightly.hcl`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.onFailure != "abort" && o.onFailure != "warn" {
-				return usageErrorf("--on-failure %q: use abort or warn", o.onFailure)
-			}
-			if err := o.check(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return applyRun(o)
-		},
+		RunE: func(*cobra.Command, []string) error { return applyRun(o) },
 	}
 	o.register(cmd)
-	cmd.Flags().StringVar(&o.onFailure, "on-failure", "abort", "abort: exit non-zero on any problem; warn: print it and exit 0 with nothing changed, so vLLM starts without timings")
+	o.onFailure = "abort"
+	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem; warn: print it and exit 0 with nothing changed, so vLLM starts without timings")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
 	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "remove the edits of the older patch_timings scripts exactly, then apply (revert then gives vLLM's own files)")
 	o.registerLock(cmd)
@@ -160,7 +106,7 @@ func afterFailure(err error) string {
 func applyDo(o *applyOptions) error {
 	opts := o.options()
 	opts.Lock, opts.TakeOver = !o.dryRun, o.takeOver
-	s, err := openSession(opts)
+	s, err := patcher.Open(opts)
 	if err != nil {
 		return err
 	}
@@ -209,7 +155,7 @@ type statusOptions struct {
 	out  io.Writer
 }
 
-func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command {
+func newCmdStatus(out io.Writer) *cobra.Command {
 	o := &statusOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -224,15 +170,7 @@ func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command
 		Example: `  vllm-timings status --vllm-dir /usr/local/lib/python3.12/dist-packages/vllm
   vllm-timings status --json | jq -r .state`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return statusRun(o)
-		},
+		RunE: func(*cobra.Command, []string) error { return statusRun(o) },
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.json, "json", false, "print a JSON object for scripts")
@@ -240,7 +178,7 @@ func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command
 }
 
 func statusRun(o *statusOptions) error {
-	s, err := openSession(o.options())
+	s, err := patcher.Open(o.options())
 	if err != nil {
 		return err
 	}
@@ -292,7 +230,7 @@ type revertOptions struct {
 	out, err io.Writer
 }
 
-func newCmdRevert(out, errw io.Writer, runF func(*revertOptions) error) *cobra.Command {
+func newCmdRevert(out, errw io.Writer) *cobra.Command {
 	o := &revertOptions{out: out, err: errw}
 	cmd := &cobra.Command{
 		Use:   "revert",
@@ -305,15 +243,7 @@ all files or none. With --take-over it also removes the edits of the older
 patch_timings scripts.`,
 		Example: `  vllm-timings revert --vllm-dir ./venv/lib/python3.12/site-packages`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return revertRun(o)
-		},
+		RunE:    func(*cobra.Command, []string) error { return revertRun(o) },
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report, write nothing")
@@ -325,7 +255,7 @@ patch_timings scripts.`,
 func revertRun(o *revertOptions) error {
 	opts := o.options()
 	opts.Lock, opts.TakeOver = !o.dryRun, o.takeOver
-	s, err := openSession(opts)
+	s, err := patcher.Open(opts)
 	if err != nil {
 		return err
 	}
@@ -358,7 +288,7 @@ type diffOptions struct {
 	out io.Writer
 }
 
-func newCmdDiff(out io.Writer, runF func(*diffOptions) error) *cobra.Command {
+func newCmdDiff(out io.Writer) *cobra.Command {
 	o := &diffOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "diff",
@@ -371,13 +301,7 @@ already patched.`,
   cd ./site-packages && git apply ../timings.patch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			s, err := openSession(o.options())
+			s, err := patcher.Open(o.options())
 			if err != nil {
 				return err
 			}

@@ -99,7 +99,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	bin, err := exec.LookPath("vllm-timings") // testscript.Main put this test binary on PATH under that name
+	bin, err := exec.LookPath(binary) // testscript.Main put this test binary on PATH under that name
 	if err != nil {
 		t.Fatal(err)
 	}

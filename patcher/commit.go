@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // change is one file write or removal at the edge of the program.
@@ -179,7 +181,7 @@ func commit(t txn) (warnings []string, err error) {
 		}
 		if undone {
 			cleanup()
-			return nil, errorf(KindFS, "writing %s failed: %v. The files already written were restored; nothing was changed. Check that the vllm package directory is writable and has space.", s.Rel, err)
+			return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: "The files already written were restored; nothing was changed. Check that the vllm package directory is writable and has space.", Err: err}
 		}
 		// Keep the staged originals a later step could not use back: the
 		// next run needs no file of ours, but a person might.
@@ -190,7 +192,7 @@ func commit(t txn) (warnings []string, err error) {
 			}
 		}
 		cleanupExcept(keep)
-		return nil, errorf(KindFS, "writing %s failed: %v. Every file is whole and every import resolves, but the run is only partly undone; %s records it as interrupted, and the next apply or revert finishes it (status shows it).", s.Rel, err, manifest)
+		return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: fmt.Sprintf("Every file is whole and every import resolves, but the run is only partly undone; %s records it as interrupted, and the next apply or revert finishes it (status shows it).", manifest), Err: err}
 	}
 
 	// 4. Committed.
@@ -321,12 +323,12 @@ func removeRetry(p string) error {
 	})
 }
 
-func fsError(rel string, err error) *Error {
+func fsError(rel string, err error) *exit.Error {
 	hint := "Check that the vllm package directory exists and is writable by this user, and that the disk has space."
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 		hint = "The vllm package is read-only here. Run vllm-timings where the package is writable (inside the container, before exec vllm serve, as the image's user), or use --on-failure warn to start without timings."
 	}
-	return errorf(KindFS, "cannot write %s: %v. %s Nothing was changed.", rel, err, hint)
+	return &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot write %s: %v", rel, err), Hint: hint + " Nothing was changed.", Err: err}
 }
 
 // dropPycache removes compiled copies of a changed module, so Python never

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 func testTxn(root string, changes ...change) txn {
@@ -34,9 +36,9 @@ func TestCommitRollsBack(t *testing.T) {
 		change{Rel: "a.py", Old: []byte("old a\n"), New: []byte("new a\n"), Mode: 0o644, Exists: true},
 		change{Rel: "b.py", Old: []byte("old b\n"), New: []byte("new b\n"), Mode: 0o644, Exists: true},
 	))
-	var pe *Error
-	if !errors.As(err, &pe) || pe.Kind != KindFS || !strings.Contains(pe.Msg, "restored") {
-		t.Fatalf("got %v, want a KindFS error saying the files were restored", err)
+	var pe *exit.Error
+	if !errors.As(err, &pe) || pe.Code != ExitFS || !strings.Contains(pe.Error(), "restored") {
+		t.Fatalf("got %v, want a ExitFS error saying the files were restored", err)
 	}
 	if got := readFile(t, filepath.Join(root, "a.py")); got != "old a\n" {
 		t.Errorf("a.py = %q after rollback", got)
