@@ -3,8 +3,9 @@
 
 vllm-timings installs this module as ``vllm/_llamacpp_timings.py`` and adds
 a few calls to vLLM's serving code. It uses only the standard library and
-never raises into the request path: on any surprise the response simply has
-no ``timings``.
+never raises into the request path: each function the serving code calls
+catches everything once, at its top, and on any surprise the response
+simply has no ``timings``.
 
 The numbers follow llama-server: ``prompt_n`` counts the prompt tokens that
 were actually evaluated, so tokens reused from the prefix cache are excluded
@@ -37,21 +38,6 @@ __all__ = [
     "StreamTracker",
 ]
 
-_FIELDS = (
-    "prompt_n",
-    "prompt_ms",
-    "prompt_per_token_ms",
-    "prompt_per_second",
-    "predicted_n",
-    "predicted_ms",
-    "predicted_per_token_ms",
-    "predicted_per_second",
-    "cache_n",
-)
-
-_DRAFT_FIELDS = ("draft_n", "draft_n_accepted")
-
-
 def _count(value):
     """A token count as a non-negative int; None for anything else."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -70,13 +56,13 @@ def _stamp(stats, name):
     return value
 
 
-def _span_ms(starts, ends, pick_start, pick_end):
-    """Milliseconds from the chosen start to the chosen end, 0.0 if unknown."""
+def _span_ms(starts, ends):
+    """Milliseconds from the earliest start to the latest end, 0.0 if unknown."""
     starts = [s for s in starts if s is not None]
     ends = [e for e in ends if e is not None]
     if not starts or not ends:
         return 0.0
-    ms = (pick_end(ends) - pick_start(starts)) * 1000.0
+    ms = (max(ends) - min(starts)) * 1000.0
     if not math.isfinite(ms) or ms < 0.0:
         return 0.0
     return ms
@@ -84,8 +70,9 @@ def _span_ms(starts, ends, pick_start, pick_end):
 
 def _rates(n, ms):
     """(per_token_ms, per_second), each 0.0 where undefined."""
-    per_token = ms / n if n > 0 and ms > 0.0 else 0.0
-    per_second = n * 1000.0 / ms if n > 0 and ms > 0.0 else 0.0
+    if n <= 0 or ms <= 0.0:
+        return 0.0, 0.0
+    per_token, per_second = ms / n, n * 1000.0 / ms
     if not (math.isfinite(per_token) and math.isfinite(per_second)):
         return 0.0, 0.0
     return per_token, per_second
@@ -135,9 +122,18 @@ def _choice_spec(output):
     return [getattr(c, "spec_decode_metrics", None) for c in getattr(output, "outputs", None) or ()]
 
 
-def _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
-    if stats is None:
+def _draft_fields(drafts):
+    """{"draft_n": .., "draft_n_accepted": ..} from a (drafted, accepted)
+    pair, or None: a bad pair drops the two fields, never the timings."""
+    if not isinstance(drafts, (list, tuple)) or len(drafts) != 2:
         return None
+    drafted, accepted = _count(drafts[0]), _count(drafts[1])
+    if drafted is None or accepted is None or accepted > drafted:
+        return None
+    return {"draft_n": drafted, "draft_n_accepted": accepted}
+
+
+def _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts):
     many = stats if isinstance(stats, (list, tuple)) else [stats]
     many = [s for s in many if s is not None]
     if not many:
@@ -153,8 +149,8 @@ def _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
     last = [_stamp(s, "last_token_ts") for s in many]
 
     prompt_n = prompt - cached
-    prompt_ms = _span_ms(scheduled, first, min, max)
-    predicted_ms = _span_ms(first, last, min, max)
+    prompt_ms = _span_ms(scheduled, first)
+    predicted_ms = _span_ms(first, last)
     prompt_per_token, prompt_per_second = _rates(prompt_n, prompt_ms)
     predicted_per_token, predicted_per_second = _rates(predicted, predicted_ms)
     timings = {
@@ -174,18 +170,20 @@ def _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
     return timings
 
 
-def _draft_fields(drafts):
-    """{"draft_n": .., "draft_n_accepted": ..} from a (drafted, accepted)
-    pair, or None: a bad pair drops the two fields, never the timings."""
-    try:
-        if drafts is None or len(drafts) != 2:
-            return None
-        drafted, accepted = _count(drafts[0]), _count(drafts[1])
-    except Exception:  # noqa: BLE001
-        return None
-    if drafted is None or accepted is None or accepted > drafted:
-        return None
-    return dict(zip(_DRAFT_FIELDS, (drafted, accepted)))
+def _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, drafts):
+    """Set response.timings; counts default to the response's own usage,
+    so the timings always agree with it."""
+    if prompt_tokens is None or predicted_tokens is None:
+        usage = getattr(response, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        predicted_tokens = getattr(usage, "completion_tokens", None)
+    timings = _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts)
+    if timings is None:
+        # A response without stats keeps its exact previous shape.
+        return
+    # vLLM's OpenAIBaseModel allows extra fields, so this adds "timings" to
+    # the serialized response without changing its schema.
+    response.timings = timings
 
 
 def build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
@@ -198,67 +196,52 @@ def build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=
     given. Never raises.
     """
     try:
-        return _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts)
+        return _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts)
     except Exception:  # noqa: BLE001 - never break a response over timings
         return None
 
 
-def _usage_counts(response):
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return None, None
-    return getattr(usage, "prompt_tokens", None), getattr(
-        usage, "completion_tokens", None
-    )
-
-
-def _set(response, timings):
-    if timings is not None:
-        # vLLM's OpenAIBaseModel allows extra fields, so this adds "timings"
-        # to the serialized response without changing its schema; a response
-        # without stats keeps its exact previous shape.
-        response.timings = timings
-
-
 def attach(response, stats, cached_tokens, prompt_tokens=None, predicted_tokens=None, drafts=None):
-    """Set ``response.timings`` from one request's stats.
+    """Set ``response.timings`` from one request's stats (or a list of
+    requests' stats).
 
     Counts default to the response's own ``usage``, so the timings always
-    agree with it.
+    agree with it. Never raises.
     """
     try:
-        if prompt_tokens is None or predicted_tokens is None:
-            prompt_tokens, predicted_tokens = _usage_counts(response)
-        _set(
-            response,
-            build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts),
-        )
+        _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, drafts)
     except Exception:  # noqa: BLE001
         pass
 
 
 def attach_output(response, output):
-    """Set ``response.timings`` from the request's final RequestOutput: its
-    stats, cached tokens and, where reported, draft counts."""
+    """``attach`` with the request's final RequestOutput: its stats, cached
+    tokens and, where reported, draft counts."""
     try:
-        attach(
+        _attach(
             response,
             getattr(output, "metrics", None),
             getattr(output, "num_cached_tokens", None),
-            drafts=_drafts(_choice_spec(output)),
+            None,
+            None,
+            _drafts(_choice_spec(output)),
         )
     except Exception:  # noqa: BLE001
         pass
 
 
 def attach_batch(response, outputs):
-    """Set ``response.timings`` for a (multi-prompt) list of RequestOutputs."""
+    """``attach`` for a (multi-prompt) list of RequestOutputs."""
     try:
         outputs = [o for o in outputs if o is not None]
-        stats = [getattr(o, "metrics", None) for o in outputs]
-        cached = sum(_count(getattr(o, "num_cached_tokens", None)) or 0 for o in outputs)
-        drafts = _drafts(m for o in outputs for m in _choice_spec(o))
-        attach(response, stats, cached, drafts=drafts)
+        _attach(
+            response,
+            [getattr(o, "metrics", None) for o in outputs],
+            sum(_count(getattr(o, "num_cached_tokens", None)) or 0 for o in outputs),
+            None,
+            None,
+            _drafts(m for o in outputs for m in _choice_spec(o)),
+        )
     except Exception:  # noqa: BLE001
         pass
 
@@ -328,8 +311,11 @@ class StreamTracker:
         choices' last tokens in one RequestOutput: all of those are observed
         before the first of their chunks is built.
         """
-        self._finish_chunks += 1
-        return self._finish_chunks == expected
+        try:
+            self._finish_chunks += 1
+            return self._finish_chunks == expected
+        except Exception:  # noqa: BLE001
+            return False
 
     def attach(self, chunk, prompt_tokens=None, predicted_tokens=None):
         """Set ``chunk.timings`` from everything observed so far."""
@@ -337,7 +323,7 @@ class StreamTracker:
             drafts = None
             if self._finished and set(self._spec) >= self._finished:
                 drafts = _drafts(self._spec[k] for k in self._finished)
-            attach(
+            _attach(
                 chunk,
                 list(self._stats.values()),
                 sum(self._cached.values()),

@@ -388,5 +388,57 @@ class Tracker(unittest.TestCase):
         self.assertFalse(hasattr(chunk, "timings"))
 
 
+class Structure(unittest.TestCase):
+    """Each function vLLM's serving code calls catches everything once, at
+    its top; the helpers under them never catch, so a surprise is handled in
+    exactly one place. And every module-level name is used."""
+
+    ENTRY_POINTS = {"build_timings", "attach", "attach_output", "attach_batch", "link_metrics",
+                    "StreamTracker.observe", "StreamTracker.finish_chunk", "StreamTracker.attach"}
+
+    def functions(self):
+        import ast
+
+        with open(os.environ["LLAMACPP_TIMINGS"]) as f:
+            tree = ast.parse(f.read())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                yield node.name, node
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef):
+                        yield f"{node.name}.{item.name}", item
+
+    def test_one_guard_per_entry_point(self):
+        import ast
+
+        seen = set()
+        for name, fn in self.functions():
+            tries = [n for n in ast.walk(fn) if isinstance(n, ast.Try)]
+            if name in self.ENTRY_POINTS:
+                seen.add(name)
+                body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+                self.assertEqual(len(body), 1, f"{name}: the try must be the whole body")
+                self.assertIsInstance(body[0], ast.Try, name)
+                self.assertEqual(len(tries), 1, f"{name} has {len(tries)} try blocks")
+                (handler,) = body[0].handlers
+                self.assertEqual(ast.unparse(handler.type), "Exception", name)
+            else:
+                self.assertEqual(tries, [], f"{name} is not an entry point but catches")
+        self.assertEqual(seen, self.ENTRY_POINTS)
+        self.assertEqual(set(lt.__all__), {n.split(".")[0] for n in self.ENTRY_POINTS})
+
+    def test_every_private_name_is_used(self):
+        import ast
+
+        with open(os.environ["LLAMACPP_TIMINGS"]) as f:
+            tree = ast.parse(f.read())
+        defined = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        unused = {d for d in defined if d.startswith("_") and not d.startswith("__") and d not in used}
+        self.assertEqual(unused, set())
+
+
 if __name__ == "__main__":
     unittest.main()
