@@ -10,14 +10,17 @@ simply has no ``timings``.
 The numbers follow llama-server: ``prompt_n`` counts the prompt tokens that
 were actually evaluated, so tokens reused from the prefix cache are excluded
 (they are ``cache_n``). Times come from vLLM's per-request
-``RequestStateStats`` (engine monotonic clock):
+``RequestStateStats`` (engine monotonic clock). For one request:
 
 * prompt_ms    = first_token_ts - scheduled_ts
 * predicted_ms = last_token_ts - first_token_ts
 
 For several requests (a multi-prompt /v1/completions call, or the n>1
-children of one request) the interval runs from the earliest start to the
-latest end, and the counts are summed by the caller.
+children of one request) the whole span, from the earliest scheduled_ts to
+the latest last_token_ts, is split in two parts that add up to it:
+prompt_ms is the time during which some prompt was being evaluated (the
+union of the [scheduled_ts, first_token_ts] intervals) and predicted_ms is
+the rest. The counts are summed by the caller.
 
 With speculative decoding, vLLM versions that report per-sequence draft
 counts (``CompletionOutput.spec_decode_metrics``, with
@@ -56,16 +59,40 @@ def _stamp(stats, name):
     return value
 
 
-def _span_ms(starts, ends):
-    """Milliseconds from the earliest start to the latest end, 0.0 if unknown."""
-    starts = [s for s in starts if s is not None]
-    ends = [e for e in ends if e is not None]
-    if not starts or not ends:
-        return 0.0
-    ms = (max(ends) - min(starts)) * 1000.0
-    if not math.isfinite(ms) or ms < 0.0:
-        return 0.0
-    return ms
+def _spans_ms(many):
+    """(prompt_ms, predicted_ms) of one or more requests' stats.
+
+    A request without a first token contributes nothing. An unknown or
+    later scheduled_ts counts as first_token_ts (no prompt time is known),
+    an unknown or earlier last_token_ts as first_token_ts (no generation
+    time is known).
+    """
+    intervals, ends = [], []
+    for s in many:
+        first = _stamp(s, "first_token_ts")
+        if first is None:
+            continue
+        scheduled = _stamp(s, "scheduled_ts")
+        last = _stamp(s, "last_token_ts")
+        intervals.append((first if scheduled is None or scheduled > first else scheduled, first))
+        ends.append(first if last is None or last < first else last)
+    if not intervals:
+        return 0.0, 0.0
+    intervals.sort()
+    prompt = 0.0
+    start, end = intervals[0]
+    for a, b in intervals[1:]:
+        if a > end:
+            prompt += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    prompt += end - start
+    whole = max(ends) - intervals[0][0]
+    prompt_ms, predicted_ms = prompt * 1000.0, (whole - prompt) * 1000.0
+    if not (math.isfinite(prompt_ms) and math.isfinite(predicted_ms)):
+        return 0.0, 0.0
+    return max(prompt_ms, 0.0), max(predicted_ms, 0.0)
 
 
 def _rates(n, ms):
@@ -144,13 +171,8 @@ def _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts):
     prompt = _count(prompt_tokens) or 0
     cached = min(_count(cached_tokens) or 0, prompt)
 
-    scheduled = [_stamp(s, "scheduled_ts") for s in many]
-    first = [_stamp(s, "first_token_ts") for s in many]
-    last = [_stamp(s, "last_token_ts") for s in many]
-
     prompt_n = prompt - cached
-    prompt_ms = _span_ms(scheduled, first)
-    predicted_ms = _span_ms(first, last)
+    prompt_ms, predicted_ms = _spans_ms(many)
     prompt_per_token, prompt_per_second = _rates(prompt_n, prompt_ms)
     predicted_per_token, predicted_per_second = _rates(predicted, predicted_ms)
     timings = {

@@ -103,20 +103,21 @@ SCENARIOS = {
         chat=True, req={"stream": True}, stats=False,
         prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=None),
     # n=2: two children, the second scheduled with the first but its first
-    # token one step later; 4 tokens each. The interval runs from the
-    # earliest start to the latest end; counts are both choices'.
+    # token one step later; 4 tokens each. The span, 100.0 to the last token
+    # at 100.5, splits into prompt time (the union of the two [scheduled,
+    # first token] intervals: 312.5 ms) and the rest; counts are both choices'.
     "chat stream+usage n=2": dict(
         chat=True, req={"n": 2, "stream": True, "stream_options": {"include_usage": True}},
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
     "chat stream n=2": dict(
         chat=True, req={"n": 2, "stream": True},
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
     "chat stream n=2 merged final": dict(
         chat=True, req={"n": 2, "stream": True}, merge_final=True,
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
     # A full n=2 response gets one RequestOutput, with one stats object (the
     # first child's, as RequestOutput.add keeps it).
     "chat full n=2": dict(
@@ -139,30 +140,32 @@ SCENARIOS = {
     "completion stream no stats": dict(
         chat=False, req={"stream": True, "stream_options": {"include_usage": True}}, stats=False,
         prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])], expect=None),
-    # Two prompts: 8 (2 cached) and 6 (none) tokens; 2 and 4 generated.
+    # Two prompts: 8 (2 cached) and 6 (none) tokens; 2 and 4 generated. Both
+    # scheduled at 50.0; prompt time is the union of [50.0, 50.1875] and
+    # [50.0, 50.3125], generation the rest of the span to 50.5.
     "completion full 2 prompts": dict(
         chat=False, req={}, prompts=[
             dict(len=8, cached=2, tokens=2, sched=[(50.0, 50.1875)]),
             dict(len=6, cached=0, tokens=4, sched=[(50.0, 50.3125)])],
-        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.1875) * 1000)),
+        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.0) * 1000 - 312.5)),
     "completion stream+usage 2 prompts": dict(
         chat=False, req={"stream": True, "stream_options": {"include_usage": True}}, prompts=[
             dict(len=8, cached=2, tokens=2, sched=[(50.0, 50.1875)]),
             dict(len=6, cached=0, tokens=4, sched=[(50.0, 50.3125)])],
-        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.1875) * 1000)),
+        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.0) * 1000 - 312.5)),
     "completion stream 2 prompts": dict(
         chat=False, req={"stream": True}, prompts=[
             dict(len=8, cached=2, tokens=2, sched=[(50.0, 50.1875)]),
             dict(len=6, cached=0, tokens=4, sched=[(50.0, 50.3125)])],
-        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.1875) * 1000)),
+        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.0) * 1000 - 312.5)),
     "completion stream n=2": dict(
         chat=False, req={"n": 2, "stream": True},
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
     "completion stream n=2 merged final": dict(
         chat=False, req={"n": 2, "stream": True}, merge_final=True,
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
 }
 
 KNOWN_DEFECTS = {}

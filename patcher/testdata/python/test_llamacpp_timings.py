@@ -78,14 +78,51 @@ class BuildTimings(unittest.TestCase):
         self.assertEqual(t["prompt_per_second"], 0.0)
         self.assertEqual(t["prompt_per_token_ms"], 0.0)
 
-    def test_multi_request_spans_earliest_to_latest(self):
+    def test_multi_request_overlapping_prompts(self):
+        # Both prompts evaluated together: prompt time is the union of the
+        # [scheduled, first token] intervals, the rest of the span is
+        # generation, and the two add up to the whole span.
         a = stats(scheduled=10.0, first=10.2, last=11.0)
         b = stats(scheduled=10.1, first=10.4, last=12.0)
         t = lt.build_timings([a, b], 30, 5, 20)
         self.assertAlmostEqual(t["prompt_ms"], (10.4 - 10.0) * 1000)
-        self.assertAlmostEqual(t["predicted_ms"], (12.0 - 10.2) * 1000)
+        self.assertAlmostEqual(t["predicted_ms"], (12.0 - 10.0) * 1000 - t["prompt_ms"])
+        self.assertAlmostEqual(t["prompt_ms"] + t["predicted_ms"], 2000.0)
         self.assertEqual(t["prompt_n"], 25)
         self.assertEqual(t["predicted_n"], 20)
+
+    def test_multi_request_one_after_another(self):
+        # --max-num-seqs 1: the second child starts when the first is done.
+        # Only the two prompt intervals are prompt time; the first child's
+        # generation and the gap before the second are not.
+        a = stats(scheduled=10.0, first=10.1, last=10.5)
+        b = stats(scheduled=10.6, first=10.8, last=11.0)
+        t = lt.build_timings([b, a], 20, 0, 10)
+        self.assertAlmostEqual(t["prompt_ms"], 100.0 + 200.0)
+        self.assertAlmostEqual(t["predicted_ms"], 1000.0 - 300.0)
+
+    def test_multi_request_nested_and_touching_intervals(self):
+        a = stats(scheduled=10.0, first=10.5, last=10.6)
+        b = stats(scheduled=10.1, first=10.2, last=10.7)  # inside a's prompt
+        c = stats(scheduled=10.5, first=10.9, last=11.0)  # starts as a's ends
+        t = lt.build_timings([a, b, c], 30, 0, 9)
+        self.assertAlmostEqual(t["prompt_ms"], 900.0)
+        self.assertAlmostEqual(t["predicted_ms"], 100.0)
+
+    def test_one_request_is_unchanged_by_the_rule(self):
+        t = lt.build_timings([stats(1.0, 1.25, 2.0)], 10, 0, 4)
+        self.assertEqual((t["prompt_ms"], t["predicted_ms"]), (250.0, 750.0))
+
+    def test_missing_stamps_of_one_request(self):
+        # No scheduled time: no prompt time, generation as before.
+        t = lt.build_timings(stats(scheduled=0.0, first=1.5, last=2.0), 10, 0, 4)
+        self.assertEqual((t["prompt_ms"], t["predicted_ms"]), (0.0, 500.0))
+        # No last token time: no generation time.
+        t = lt.build_timings(stats(scheduled=1.0, first=1.5, last=0.0), 10, 0, 4)
+        self.assertEqual((t["prompt_ms"], t["predicted_ms"]), (500.0, 0.0))
+        # No first token: the request tells nothing; the others still count.
+        t = lt.build_timings([stats(1.0, 0.0, 3.0), stats(2.0, 2.5, 2.75)], 10, 0, 4)
+        self.assertEqual((t["prompt_ms"], t["predicted_ms"]), (500.0, 250.0))
 
     def test_multi_request_ignores_missing_entries(self):
         t = lt.build_timings([None, stats()], 10, 0, 2)
@@ -171,7 +208,9 @@ class Attach(unittest.TestCase):
         lt.attach_batch(r, outs)
         self.assertEqual(r.timings["cache_n"], 10)
         self.assertEqual(r.timings["prompt_n"], 20)
-        self.assertAlmostEqual(r.timings["predicted_ms"], 900.0)
+        # Union of the prompt intervals [10.0, 10.3]; the span ends at 11.0.
+        self.assertAlmostEqual(r.timings["prompt_ms"], 300.0)
+        self.assertAlmostEqual(r.timings["predicted_ms"], 700.0)
 
 
 def spec(drafted, histogram):
@@ -329,7 +368,8 @@ class Tracker(unittest.TestCase):
         chunk = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=6))
         tr.attach(chunk)
         self.assertEqual(chunk.timings["cache_n"], 4)
-        self.assertAlmostEqual(chunk.timings["predicted_ms"], 1500.0)
+        self.assertAlmostEqual(chunk.timings["prompt_ms"], 600.0)
+        self.assertAlmostEqual(chunk.timings["predicted_ms"], 1400.0)
 
     def test_merged_final_output_marks_only_the_last_chunk(self):
         # vLLM may deliver both choices' last tokens in one RequestOutput:
