@@ -22,6 +22,17 @@ prompt_ms is the time during which some prompt was being evaluated (the
 union of the [scheduled_ts, first_token_ts] intervals) and predicted_ms is
 the rest. The counts are summed by the caller.
 
+vLLM 0.25 and later can add their own per-request ``metrics`` object
+(``--enable-per-request-metrics``). llama-swap reads both objects and, when
+``metrics`` has them, recomputes the speeds from
+``metrics.time_to_first_token_ms`` and ``metrics.mean_itl_ms``, subtracting
+the cached tokens from ``prompt_n`` a second time. So on a response that
+gets ``timings``, those two fields are set to None (vLLM's own "unknown"):
+llama-swap then shows the speeds of ``timings``. Nothing is lost: for the
+one request such a response describes, time_to_first_token_ms equals
+prompt_ms, and mean_itl_ms is metrics.generation_time_ms divided by one
+less than usage.completion_tokens. docs/llama-swap.md has the reasoning.
+
 With speculative decoding, vLLM versions that report per-sequence draft
 counts (``CompletionOutput.spec_decode_metrics``, with
 ``--per-request-spec-decode-metrics``) also give ``draft_n`` (draft tokens
@@ -40,6 +51,11 @@ __all__ = [
     "link_metrics",
     "StreamTracker",
 ]
+
+# The fields of vLLM's per-request metrics from which llama-swap recomputes
+# speeds that timings already give (see the module docstring).
+_RATE_SOURCES = ("time_to_first_token_ms", "mean_itl_ms")
+
 
 def _count(value):
     """A token count as a non-negative int; None for anything else."""
@@ -206,6 +222,11 @@ def _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, dra
     # vLLM's OpenAIBaseModel allows extra fields, so this adds "timings" to
     # the serialized response without changing its schema.
     response.timings = timings
+    metrics = getattr(response, "metrics", None)
+    if metrics is not None:
+        for name in _RATE_SOURCES:
+            if getattr(metrics, name, None) is not None:
+                setattr(metrics, name, None)
 
 
 def build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
@@ -227,8 +248,9 @@ def attach(response, stats, cached_tokens, prompt_tokens=None, predicted_tokens=
     """Set ``response.timings`` from one request's stats (or a list of
     requests' stats).
 
-    Counts default to the response's own ``usage``, so the timings always
-    agree with it. Never raises.
+    Counts default to the response's own ``usage``. A vLLM ``metrics``
+    object on the response loses the two fields llama-swap would recompute
+    the speeds from (see the module docstring). Never raises.
     """
     try:
         _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, drafts)

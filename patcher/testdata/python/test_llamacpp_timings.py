@@ -213,6 +213,90 @@ class Attach(unittest.TestCase):
         self.assertAlmostEqual(r.timings["predicted_ms"], 700.0)
 
 
+def vllm_metrics(**fields):
+    """vLLM's per-request metrics object (PerRequestTimingMetrics, v0.25 on;
+    PerRequestMetrics later), with the values it computes for stats()."""
+    base = dict(time_to_first_token_ms=500.0, generation_time_ms=2000.0, queue_time_ms=1.0,
+                mean_itl_ms=2000.0 / 3, tokens_per_second=4 / 2.5)
+    base.update(fields)
+    return SimpleNamespace(**base)
+
+
+class VLLMMetrics(unittest.TestCase):
+    """A response that carries vLLM's own metrics keeps them, except the two
+    fields llama-swap would recompute the speeds from."""
+
+    def response(self, metrics):
+        return SimpleNamespace(usage=SimpleNamespace(prompt_tokens=12, completion_tokens=4), metrics=metrics)
+
+    def test_rate_sources_cleared_when_timings_are_set(self):
+        m = vllm_metrics()
+        r = self.response(m)
+        lt.attach(r, stats(), 8)
+        self.assertEqual(r.timings["prompt_n"], 4)
+        self.assertIsNone(m.time_to_first_token_ms)
+        self.assertIsNone(m.mean_itl_ms)
+        self.assertEqual((m.generation_time_ms, m.queue_time_ms, m.tokens_per_second), (2000.0, 1.0, 1.6))
+
+    def test_nothing_is_lost(self):
+        # What the cleared fields held can be read from the same response.
+        m = vllm_metrics()
+        r = self.response(m)
+        lt.attach(r, stats(), 8)
+        self.assertAlmostEqual(r.timings["prompt_ms"], vllm_metrics().time_to_first_token_ms)
+        self.assertAlmostEqual(m.generation_time_ms / (r.usage.completion_tokens - 1), vllm_metrics().mean_itl_ms)
+
+    def test_other_entry_points_clear_them_too(self):
+        def output():
+            return SimpleNamespace(request_id="r", metrics=stats(), num_cached_tokens=8,
+                                   outputs=[SimpleNamespace(index=0, finish_reason="stop")])
+
+        def stream(r):
+            tr = lt.StreamTracker()
+            tr.observe(output())
+            tr.attach(r)
+
+        for name, call in [
+            ("attach_output", lambda r: lt.attach_output(r, output())),
+            ("attach_batch", lambda r: lt.attach_batch(r, [output()])),
+            ("StreamTracker.attach", stream),
+        ]:
+            r = self.response(vllm_metrics())
+            call(r)
+            self.assertEqual(r.timings["cache_n"], 8, name)
+            self.assertIsNone(r.metrics.time_to_first_token_ms, name)
+            self.assertIsNone(r.metrics.mean_itl_ms, name)
+
+    def test_no_timings_no_change(self):
+        m = vllm_metrics()
+        r = self.response(m)
+        lt.attach(r, None, 8)
+        self.assertFalse(hasattr(r, "timings"))
+        self.assertEqual(m.time_to_first_token_ms, 500.0)
+        self.assertAlmostEqual(m.mean_itl_ms, 2000.0 / 3)
+
+    def test_metrics_without_the_fields(self):
+        # Later vLLMs may send only speculative_decoding in metrics.
+        m = SimpleNamespace(speculative_decoding=SimpleNamespace(num_draft_tokens=4))
+        r = self.response(m)
+        lt.attach(r, stats(), 0)
+        self.assertEqual(vars(m), {"speculative_decoding": SimpleNamespace(num_draft_tokens=4)})
+        r = self.response(None)
+        lt.attach(r, stats(), 0)
+        self.assertIsNone(r.metrics)
+
+    def test_metrics_that_refuse_keep_the_timings(self):
+        class Frozen:
+            time_to_first_token_ms = 1.0
+
+            def __setattr__(self, name, value):
+                raise ValueError("frozen")
+
+        r = self.response(Frozen())
+        lt.attach(r, stats(), 0)
+        self.assertIn("timings", vars(r))
+
+
 def spec(drafted, histogram):
     """A RequestSpecDecodeMetrics look-alike: draft tokens proposed and the
     verify steps per number of accepted drafts."""
