@@ -18,19 +18,22 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
-// engineTruth is what the engine did for one scenario, as the drivers
-// (testdata/python/drive_serving.py, scripts/real-vllm.d/level2.py) set it
-// up: the prompt tokens (counted once for n>1), the cached ones, the tokens
-// generated over all choices, the draft counts where reported, and each
-// engine request's (scheduled_ts, first_token_ts, last_token_ts).
+// engineTruth is what the engine did for one scenario. drive_serving.py
+// gives the prompt tokens (counted once for n>1), the cached ones, the
+// tokens generated over all choices, the draft counts where reported, and
+// each engine request's (scheduled_ts, first_token_ts, last_token_ts).
+// scripts/real-vllm.d/level2.py gives instead the timings its scenarios
+// must get, worked out by hand from the same kind of numbers, and whether
+// the endpoint is chat.
 type engineTruth struct {
-	Stream       bool         `json:"stream"`
-	Chat         *bool        `json:"chat,omitempty"` // level 2 says; drive_serving's names do
-	PromptTokens int          `json:"prompt_tokens"`
-	CachedTokens int          `json:"cached_tokens"`
-	Generated    int          `json:"generated"`
-	Drafts       []int        `json:"drafts"`
-	Requests     [][3]float64 `json:"requests"`
+	Stream       bool               `json:"stream"`
+	Chat         *bool              `json:"chat,omitempty"`
+	PromptTokens int                `json:"prompt_tokens"`
+	CachedTokens int                `json:"cached_tokens"`
+	Generated    int                `json:"generated"`
+	Drafts       []int              `json:"drafts"`
+	Requests     [][3]float64       `json:"requests"`
+	Timings      map[string]float64 `json:"timings"`
 }
 
 // spans splits the whole span, earliest scheduled_ts to latest
@@ -79,6 +82,10 @@ type want struct {
 }
 
 func (e engineTruth) want() want {
+	if t := e.Timings; t != nil {
+		return want{input: int(t["prompt_n"]), cached: int(t["cache_n"]), output: int(t["predicted_n"]),
+			promptPerSec: t["prompt_per_second"], genPerSec: t["predicted_per_second"], spanMS: t["prompt_ms"] + t["predicted_ms"]}
+	}
 	p, d := e.spans()
 	in := e.PromptTokens - e.CachedTokens
 	return want{input: in, cached: e.CachedTokens, output: e.Generated,
@@ -125,7 +132,7 @@ type upstream struct {
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/health" {
+	if r.Method == http.MethodGet { // llama-swap's health check
 		return
 	}
 	var req struct {
@@ -272,6 +279,16 @@ func checkRow(t *testing.T, name string, row testtree.ActivityRow, w want, wallM
 	}
 }
 
+// checkNoSpeeds: without stats there are no timings, and llama-swap must
+// not show a speed: -1 where it read usage, 0 in the empty record it keeps
+// for a stream with neither usage nor timings.
+func checkNoSpeeds(t *testing.T, name string, row testtree.ActivityRow) {
+	t.Helper()
+	if row.Tokens.PromptPerSecond > 0 || row.Tokens.TokensPerSecond > 0 {
+		t.Errorf("%s: without stats llama-swap shows speeds %g and %g t/s", name, row.Tokens.PromptPerSecond, row.Tokens.TokensPerSecond)
+	}
+}
+
 // exchanges turns a drive_serving.py result into requests, in name order.
 func exchanges(t *testing.T, raw []byte) []exchange {
 	t.Helper()
@@ -321,11 +338,7 @@ func TestLlamaSwapRecordsTheTruth(t *testing.T) {
 				for _, ex := range exchanges(t, drive(t, py, fx, true, perRequest)) {
 					row, wall := o.record(t, mode+"/"+ex.name, ex)
 					if ex.truth == nil {
-						// No stats: llama-swap must not show speeds it
-						// does not have.
-						if row.Tokens.PromptPerSecond != -1 || row.Tokens.TokensPerSecond != -1 {
-							t.Errorf("%s: without stats llama-swap shows speeds %g and %g t/s", ex.name, row.Tokens.PromptPerSecond, row.Tokens.TokensPerSecond)
-						}
+						checkNoSpeeds(t, ex.name, row)
 						continue
 					}
 					checkRow(t, ex.name, row, ex.truth.want(), wall)
@@ -445,14 +458,12 @@ func TestLlamaSwapLevel2(t *testing.T) {
 			if !ex.stream {
 				ex.bodies = []json.RawMessage{sc.Body}
 			}
-			if len(tr.Requests) > 0 {
+			if tr.Timings != nil {
 				ex.truth = tr
 			}
 			row, wall := o.record(t, f+"/"+name, ex)
 			if ex.truth == nil {
-				if row.Tokens.PromptPerSecond != -1 || row.Tokens.TokensPerSecond != -1 {
-					t.Errorf("vLLM %s %s: without stats llama-swap shows speeds %g and %g t/s", run.VLLM, name, row.Tokens.PromptPerSecond, row.Tokens.TokensPerSecond)
-				}
+				checkNoSpeeds(t, "vLLM "+run.VLLM+" "+name, row)
 				continue
 			}
 			checkRow(t, "vLLM "+run.VLLM+" "+name, row, ex.truth.want(), wall)

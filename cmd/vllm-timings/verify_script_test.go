@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 	"github.com/vllm-timings/vllm-timings/patcher/verify/verifytest"
 )
 
@@ -39,9 +41,24 @@ func TestScriptsVerify(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"vllm-timings-inproc": cmdVllmTimings,
 			"fakeserver":          cmdFakeServer,
+			"llamaswap":           cmdLlamaSwap,
 			"exitcode":            cmdExitCode,
 		},
+		Condition: llamaSwapCondition,
 	})
+}
+
+// llamaSwapCondition is [llamaswap]: the real llama-swap could be built.
+// Under CI=true a failed build is an error, not a skip.
+func llamaSwapCondition(cond string) (bool, error) {
+	if cond != "llamaswap" {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	_, err := testtree.BuildLlamaSwap()
+	if err != nil && os.Getenv("CI") == "true" {
+		return false, fmt.Errorf("the real llama-swap could not be built, and CI=true requires it: %v", err)
+	}
+	return err == nil, nil
 }
 
 // inProcess serializes in-process runs: scripts run in parallel, but each run
@@ -90,6 +107,29 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got := ts.Getenv("EXITCODE"); got != args[0] {
 		ts.Fatalf("exit code %s, want %s", got, args[0])
 	}
+}
+
+// llamaswap SCENARIO [VAR] starts a verifytest server and, in front of it,
+// the real llama-swap (built from ../shared/llama-swap) with one model,
+// "vllm", and sets $VAR (default URL) to llama-swap's URL; both stop when
+// the script ends. Scripts guard it with [!llamaswap] skip.
+func cmdLlamaSwap(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: llamaswap SCENARIO [VAR]")
+	}
+	name := "URL"
+	if len(args) == 2 {
+		name = args[1]
+	}
+	bin, err := testtree.BuildLlamaSwap()
+	ts.Check(err) // [llamaswap] has said why
+	up, err := verifytest.NewServer(args[0])
+	ts.Check(err)
+	ts.Defer(up.Close)
+	ls, err := testtree.RunLlamaSwap(bin, map[string]string{"vllm": up.URL}, ts.MkAbs("."))
+	ts.Check(err)
+	ts.Defer(ls.Stop)
+	ts.Setenv(name, ls.URL)
 }
 
 // fakeserver SCENARIO [VAR] starts a verifytest server on 127.0.0.1 and sets

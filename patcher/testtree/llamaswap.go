@@ -38,14 +38,21 @@ var llamaSwap struct {
 // fails skips the test, or fails it under CI=true.
 func LlamaSwap(t testing.TB) string {
 	t.Helper()
-	llamaSwap.once.Do(func() { llamaSwap.path, llamaSwap.err = buildLlamaSwap() })
-	if llamaSwap.err != nil {
+	bin, err := BuildLlamaSwap()
+	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("the real llama-swap could not be built, and CI=true requires it: %v", llamaSwap.err)
+			t.Fatalf("the real llama-swap could not be built, and CI=true requires it: %v", err)
 		}
-		t.Skipf("SKIPPED: the real llama-swap could not be built (with CI=true this fails): %v", llamaSwap.err)
+		t.Skipf("SKIPPED: the real llama-swap could not be built (with CI=true this fails): %v", err)
 	}
-	return llamaSwap.path
+	return bin
+}
+
+// BuildLlamaSwap is LlamaSwap for callers without a testing.TB (testscript
+// commands): the binary, or why it could not be built.
+func BuildLlamaSwap() (string, error) {
+	llamaSwap.once.Do(func() { llamaSwap.path, llamaSwap.err = buildLlamaSwap() })
+	return llamaSwap.path, llamaSwap.err
 }
 
 func buildLlamaSwap() (string, error) {
@@ -108,15 +115,27 @@ func (s *LlamaSwapServer) Stop() { s.stop() }
 
 // StartLlamaSwap runs llama-swap on 127.0.0.1 with one model per entry of
 // upstreams (model name → the base URL of a server that is already up). As
-// with a real model, llama-swap starts the model's cmd and waits for the
-// upstream's /health; the cmd here is a sleep standing in for the server
-// process. The caller stops it (t.Cleanup(s.Stop), or at the end of
-// TestMain for one shared by a package's tests).
+// with a real model, llama-swap starts the model's cmd and waits until the
+// upstream answers GET /v1/models (the checkEndpoint vLLM users set); the
+// cmd is a sleep standing in for the server process. The caller stops it
+// (t.Cleanup(s.Stop), or at the end of TestMain for one shared by a
+// package's tests).
 func StartLlamaSwap(t testing.TB, upstreams map[string]string) *LlamaSwapServer {
 	t.Helper()
-	bin := LlamaSwap(t)
-	sleep := RequireTool(t, "sleep")
-	dir := t.TempDir()
+	s, err := RunLlamaSwap(LlamaSwap(t), upstreams, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// RunLlamaSwap is StartLlamaSwap with the binary and a directory for its
+// config given, for callers without a testing.TB.
+func RunLlamaSwap(bin string, upstreams map[string]string, dir string) (*LlamaSwapServer, error) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return nil, err
+	}
 	var cfg strings.Builder
 	cfg.WriteString("healthCheckTimeout: 30\nlogLevel: warn\nmodels:\n")
 	names := make([]string, 0, len(upstreams))
@@ -125,15 +144,15 @@ func StartLlamaSwap(t testing.TB, upstreams map[string]string) *LlamaSwapServer 
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		fmt.Fprintf(&cfg, "  %q:\n    cmd: %s 600\n    proxy: %q\n    checkEndpoint: /health\n", name, sleep, upstreams[name])
+		fmt.Fprintf(&cfg, "  %q:\n    cmd: %s 600\n    proxy: %q\n    checkEndpoint: /v1/models\n", name, sleep, upstreams[name])
 	}
-	config := filepath.Join(dir, "config.yaml")
+	config := filepath.Join(dir, "llama-swap.yaml")
 	if err := os.WriteFile(config, []byte(cfg.String()), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
@@ -142,7 +161,7 @@ func StartLlamaSwap(t testing.TB, upstreams map[string]string) *LlamaSwapServer 
 	cmd := exec.Command(bin, "--config", config, "--listen", addr)
 	cmd.Stdout, cmd.Stderr = s.Log, s.Log
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
@@ -161,17 +180,17 @@ func StartLlamaSwap(t testing.TB, upstreams map[string]string) *LlamaSwapServer 
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				return s, nil
 			}
 		}
 		select {
 		case <-done:
-			t.Fatalf("llama-swap exited before it answered:\n%s", s.Log)
+			return nil, fmt.Errorf("llama-swap exited before it answered:\n%s", s.Log)
 		default:
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			t.Fatalf("llama-swap did not answer /health within 30 s:\n%s", s.Log)
+			return nil, fmt.Errorf("llama-swap did not answer /health within 30 s:\n%s", s.Log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -26,6 +26,10 @@ const (
 	ExitBroken = 26
 	// ExitNoModel: --model was not given and /v1/models listed none.
 	ExitNoModel = 27
+	// ExitLlamaSwapAPI: with --llama-swap, the server has no usable
+	// GET /api/metrics/activity (not llama-swap, or one too old to have it
+	// or its fields), or it recorded no activity row for a request.
+	ExitLlamaSwapAPI = 28
 )
 
 // Error is a verify failure with its exit code.
