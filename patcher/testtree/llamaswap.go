@@ -77,6 +77,17 @@ func buildLlamaSwap() (string, error) {
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
 		return bin, nil
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
+		return bin, nil // another test process built it meanwhile
+	}
 	tmp, err := os.MkdirTemp("", "llama-swap-src-")
 	if err != nil {
 		return "", err
@@ -85,11 +96,8 @@ func buildLlamaSwap() (string, error) {
 	if err := os.CopyFS(tmp, os.DirFS(src)); err != nil {
 		return "", fmt.Errorf("copy %s: %v", src, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	// Built next to its final place and renamed, so two test processes
-	// building at once each leave a whole binary.
+	// Built next to its final place and renamed: a binary in the cache is
+	// always whole.
 	out := filepath.Join(dir, fmt.Sprintf(".llama-swap-%d", os.Getpid()))
 	cmd := exec.Command(goTool, "build", "-o", out, ".")
 	cmd.Dir = tmp
