@@ -318,9 +318,10 @@ class StreamTracker:
     (one per child of an n>1 request).
     """
 
-    __slots__ = ("_stats", "_cached", "_finished", "_spec", "_finish_chunks")
+    __slots__ = ("_stats", "_cached", "_finished", "_spec", "_finish_chunks", "_last")
 
     def __init__(self):
+        self._last = None
         self._stats = {}
         self._cached = {}
         self._finished = set()
@@ -328,23 +329,34 @@ class StreamTracker:
         self._finish_chunks = 0
 
     def observe(self, output):
+        # Called for every token of every stream, so it does as little as it
+        # can: a request's stats and cached tokens are noted when its stats
+        # object first shows up (the engine updates it in place), and a
+        # choice only when it finishes, which is also when vLLM hands over
+        # its spec_decode_metrics.
         try:
             stats = getattr(output, "metrics", None)
-            if stats is not None:
-                self._stats[id(stats)] = stats
-            request_id = getattr(output, "request_id", None)
-            cached = _count(getattr(output, "num_cached_tokens", None))
-            if cached is not None and request_id not in self._cached:
-                self._cached[request_id] = cached
+            if stats is not self._last:
+                self._last = stats
+                self._note(output, stats)
             for choice in getattr(output, "outputs", None) or ():
-                key = (request_id, getattr(choice, "index", 0))
                 if getattr(choice, "finish_reason", None) is not None:
+                    key = (getattr(output, "request_id", None), getattr(choice, "index", 0))
                     self._finished.add(key)
-                spec = getattr(choice, "spec_decode_metrics", None)
-                if spec is not None:
-                    self._spec[key] = spec
+                    spec = getattr(choice, "spec_decode_metrics", None)
+                    if spec is not None:
+                        self._spec[key] = spec
         except Exception:  # noqa: BLE001
             pass
+
+    def _note(self, output, stats):
+        if stats is not None:
+            self._stats[id(stats)] = stats
+        request_id = getattr(output, "request_id", None)
+        if request_id not in self._cached:
+            cached = _count(getattr(output, "num_cached_tokens", None))
+            if cached is not None:
+                self._cached[request_id] = cached
 
     def finish_chunk(self, expected):
         """Count one chunk that carries a finish_reason, as it is built.

@@ -502,6 +502,33 @@ class Tracker(unittest.TestCase):
         tr.attach(chunk, 10, 5)
         self.assertEqual((chunk.timings["draft_n"], chunk.timings["draft_n_accepted"]), (10, 5))
 
+    def test_spec_counts_are_read_with_the_finish(self):
+        # vLLM hands a sequence's spec_decode_metrics over only on its
+        # finished output; observe reads them there and nowhere else.
+        s = stats()
+        tr = lt.StreamTracker()
+        tr.observe(out("r", s, 0, [(0, None)], [spec(99, [0, 99])]))
+        tr.observe(out("r", s, 0, [(0, "stop")], [spec(8, [1, 0, 2])]))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 10, 5)
+        self.assertEqual((chunk.timings["draft_n"], chunk.timings["draft_n_accepted"]), (8, 4))
+
+    def test_interleaved_requests_each_counted_once(self):
+        # Two prompts' outputs alternate; each request's stats and cached
+        # tokens are noted once, however often its stats object comes back.
+        a, b = stats(1.0, 1.5, 2.0), stats(1.0, 1.25, 3.0)
+        tr = lt.StreamTracker()
+        for _ in range(3):
+            tr.observe(out("r-0", a, 2, [(0, None)]))
+            tr.observe(out("r-1", b, 5, [(0, None)]))
+        tr.observe(out("r-0", a, 2, [(0, "stop")]))
+        tr.observe(out("r-1", b, 5, [(0, "stop")]))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 20, 8)
+        self.assertEqual(chunk.timings["cache_n"], 7)
+        self.assertAlmostEqual(chunk.timings["prompt_ms"], 500.0)
+        self.assertAlmostEqual(chunk.timings["predicted_ms"], 1500.0)
+
     def test_observe_odd_objects(self):
         tr = lt.StreamTracker()
         tr.observe(None)
