@@ -176,14 +176,17 @@ SCENARIOS = {
 
 # ---------------------------------------------------------------- run
 
-def run(out_path, per_request_metrics=False):
+def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
+    """vLLM's own OpenAIServingChat and OpenAIServingCompletion (of the
+    given serving modules, by default the imported vLLM's) with the fake
+    engine. Returns its parts: engine, chat, cmpl, outputs_for and one, the
+    coroutine that runs one scenario and returns its response."""
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     from vllm.outputs import CompletionOutput, RequestOutput
     from vllm.v1.metrics.stats import RequestStateStats
 
-    chat_mod = _import("vllm.entrypoints.openai.chat_completion.serving")
-    cmpl_mod = _import("vllm.entrypoints.openai.completion.serving")
-    patched = hasattr(chat_mod, "_llamacpp_timings")
+    chat_mod = chat_mod or _import("vllm.entrypoints.openai.chat_completion.serving")
+    cmpl_mod = cmpl_mod or _import("vllm.entrypoints.openai.completion.serving")
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
     from vllm.entrypoints.openai.completion.protocol import CompletionRequest
 
@@ -361,10 +364,18 @@ def run(out_path, per_request_metrics=False):
                     events.append(json.loads(part[6:]))
         return {"kind": "stream", "events": events}
 
+    return SimpleNamespace(engine=engine, chat=chat, cmpl=cmpl, outputs_for=outputs_for, one=one,
+                           ChatCompletionRequest=ChatCompletionRequest)
+
+
+def run(out_path, per_request_metrics=False):
+    h = harness(per_request_metrics=per_request_metrics)
+    patched = hasattr(_import("vllm.entrypoints.openai.chat_completion.serving"), "_llamacpp_timings")
+
     async def main():
         out = {"patched": patched, "per_request_metrics": per_request_metrics, "scenarios": {}, "truth": {}}
         for name, sc in SCENARIOS.items():
-            out["scenarios"][name] = await one(name, sc)
+            out["scenarios"][name] = await h.one(name, sc)
             out["truth"][name] = {"chat": sc["chat"], "stream": sc["req"].get("stream", False), "timings": sc["expect"]}
         return out
 
