@@ -426,9 +426,10 @@ func TestLlamaSwapLevel2(t *testing.T) {
 			t.Fatal(err)
 		}
 		var run struct {
-			Patched   bool   `json:"patched"`
-			VLLM      string `json:"vllm"`
-			Scenarios map[string]struct {
+			Patched    bool   `json:"patched"`
+			PerRequest bool   `json:"per_request_metrics"`
+			VLLM       string `json:"vllm"`
+			Scenarios  map[string]struct {
 				Kind   string            `json:"kind"`
 				Body   json.RawMessage   `json:"body"`
 				Events []json.RawMessage `json:"events"`
@@ -466,8 +467,12 @@ func TestLlamaSwapLevel2(t *testing.T) {
 				checkNoSpeeds(t, "vLLM "+run.VLLM+" "+name, row)
 				continue
 			}
-			checkRow(t, "vLLM "+run.VLLM+" "+name, row, ex.truth.want(), wall)
-			t.Logf("vLLM %s %-40s input %4d cached %4d prompt %10.2f t/s gen %10.2f t/s duration %5d ms", run.VLLM, name,
+			mode := "metrics off"
+			if run.PerRequest {
+				mode = "metrics on "
+			}
+			checkRow(t, "vLLM "+run.VLLM+" ("+mode+") "+name, row, ex.truth.want(), wall)
+			t.Logf("vLLM %s, %s: %-36s input %4d cached %4d prompt %8.2f t/s gen %8.2f t/s duration %4d ms", run.VLLM, mode, name,
 				row.Tokens.Input, row.Tokens.Cached, row.Tokens.PromptPerSecond, row.Tokens.TokensPerSecond, row.DurationMs)
 		}
 	}
