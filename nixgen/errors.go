@@ -5,7 +5,8 @@ import (
 	"strconv"
 )
 
-// Exit codes of the nixgen errors. The patcher uses 3..9; nixgen owns 10..19.
+// Exit codes of the nixgen errors. The patcher uses 3..9; nixgen owns 10..19
+// and 50..54.
 const (
 	// ExitPath: a path is empty, relative, the root directory or not clean.
 	ExitPath = 10
@@ -27,6 +28,21 @@ const (
 	// ExitOption: an option has a value outside its set, is missing or is
 	// given twice.
 	ExitOption = 17
+	// ExitExpansion: a plain serve argument holds a bash expansion (${...}
+	// or $NAME) that quoting would pass on unexpanded.
+	ExitExpansion = 18
+	// ExitStatement: bash text (a before statement or a raw argument) that
+	// cannot be placed in the command: empty, ending in ";" "&" or "|", or
+	// holding a comment that would hide the rest of the command.
+	ExitStatement = 19
+	// ExitPublish: the port mapping does not publish ${PORT}.
+	ExitPublish = 50
+	// ExitForm: options that do not fit the chosen form (bash -c, the
+	// image's own entrypoint, or a host virtualenv without Docker).
+	ExitForm = 51
+	// ExitHostPort: a host virtualenv model whose vllm serve arguments do
+	// not listen on ${PORT}.
+	ExitHostPort = 52
 )
 
 // Error is an input that cannot be represented safely in the generated

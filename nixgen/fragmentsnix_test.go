@@ -1,33 +1,18 @@
 package nixgen
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
 )
 
 // nixEvalExpr evaluates expr with fragments.nix bound to the name
 // fragments, and returns stdout, stderr and whether it succeeded.
 func nixEvalExpr(t *testing.T, expr string) (string, string, bool) {
 	t.Helper()
-	bin := needTool(t, "nix-instantiate")
-	file := filepath.Join(t.TempDir(), "expr.nix")
-	src := "let fragments = import " + nixString(fragmentsNix(t)) + "; in\n" + expr + "\n"
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--eval", "--strict", "--json", file)
-	cmd.Env = nixEnv()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	return stdout.String(), stderr.String(), err == nil
+	r := nixtest.TryExpr(t, "let fragments = import "+nixtest.Path("modules/nixos/fragments.nix")+"; in\n"+expr)
+	return string(r.Stdout), string(r.Stderr), r.OK
 }
 
 // TestFragmentsNixBinaryForms: binary may be a path literal (not copied to
