@@ -34,6 +34,13 @@
         vllm-timings = final.callPackage ./modules/package.nix { };
       };
 
+      # For configurations that do not use the NixOS module, e.g. a llama-swap
+      # config.nix of one's own:
+      #   vt = vllm-timings.lib.fragments { binary = lib.getExe vllm-timings.packages.${system}.default; };
+      #   models.qwen = vt.mkModel { image = "..."; serveArgs = [ ... (vt.raw "...") ]; };
+      # The arguments and results are listed at the top of the file.
+      lib.fragments = import ./modules/nixos/fragments.nix;
+
       # An attribute set, not a path, so that older Nix accepts it too.
       nixosModules.default = import ./modules/nixos;
 
