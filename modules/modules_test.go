@@ -321,3 +321,27 @@ func TestFlakeLib(t *testing.T) {
 		t.Errorf("lib.fragments gave %+v", got)
 	}
 }
+
+// TestREADMEGenesisIsEvalNix: the README's mkModel block for the Genesis
+// entry is eval.nix's qwen-genesis model, word for word (eval.nix indents
+// it by eight spaces), so that what the README shows is what is evaluated
+// and compared with `nix model`.
+func TestREADMEGenesisIsEvalNix(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```nix\n\"qwen-genesis\" = mkModel {")
+	if !ok {
+		t.Fatal("README.md shows no qwen-genesis mkModel block")
+	}
+	block, _, _ = strings.Cut("\"qwen-genesis\" = mkModel {"+block, "\n```")
+	eval, err := os.ReadFile("nixos/tests/eval.nix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	indented := "        " + strings.ReplaceAll(block, "\n", "\n        ")
+	if !strings.Contains(string(eval), indented+"\n") {
+		t.Errorf("README's qwen-genesis block is not eval.nix's; copy it from modules/nixos/tests/eval.nix:\n%s", block)
+	}
+}

@@ -178,7 +178,7 @@ let
             "--port"
             "8000"
           ];
-          inherit docker;
+          docker = "/run/current-system/sw/bin/docker";
           name = "Qwen3-Next 80B (vLLM, Genesis)";
           metadata.backend = "vllm";
         };
