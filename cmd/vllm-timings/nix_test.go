@@ -112,21 +112,26 @@ func nixShellWords(t *testing.T, line string) []string {
 	return argv
 }
 
-// TestReadmeNix runs each command shown in the README's nixgen section and
-// requires the output shown under it.
+// TestReadmeNix runs each command shown in the README's sections marked
+// "<!-- section: nixgen -->" (the nixgen section, and the launcher image
+// and host virtualenv ones) and requires the output shown under it.
 func TestReadmeNix(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(raw), "<!-- section: nixgen -->\n")
-	if !ok {
-		t.Fatal("README.md has no nixgen section")
+	sections := strings.Split(string(raw), "<!-- section: nixgen -->\n")[1:]
+	if len(sections) < 3 {
+		t.Fatalf("README.md has %d sections marked nixgen, want the nixgen, launcher image and host virtualenv ones", len(sections))
 	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	blocks := strings.Split(section, "```console\n")[1:]
-	if len(blocks) == 0 {
-		t.Fatal("the nixgen section shows no command")
+	var blocks []string
+	for _, section := range sections {
+		section, _, _ = strings.Cut(section, "\n## ")
+		b := strings.Split(section, "```console\n")[1:]
+		if len(b) == 0 {
+			t.Fatalf("a section marked nixgen shows no command:\n%.200s", section)
+		}
+		blocks = append(blocks, b...)
 	}
 	for _, block := range blocks {
 		block, _, _ = strings.Cut(block, "```\n")

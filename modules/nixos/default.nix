@@ -144,6 +144,39 @@ in
       '';
     };
 
+    patchVllm = lib.mkOption {
+      type = lib.types.functionTo lib.types.package;
+      readOnly = true;
+      example = lib.literalExpression ''
+        let
+          t = config.services.llama-swap.vllmTimings;
+          vllm = t.patchVllm pkgs.python3Packages.vllm;
+        in
+        {
+          services.llama-swap.settings.models."qwen-native" = {
+            cmd = "''${vllm}/bin/vllm serve Qwen/Qwen3-8B --host 127.0.0.1 --port ''${PORT}";
+            proxy = "http://127.0.0.1:''${PORT}";
+            checkEndpoint = "/v1/models";
+          };
+        }
+      '';
+      description = ''
+        For llama-swap models that run nixpkgs' own vLLM natively, without
+        Docker: `patchVllm pkgs.python3Packages.vllm` is that package with
+        the timings patch applied at build time (an `overridePythonAttrs`
+        whose `postInstall` runs `vllm-timings apply --on-failure abort`
+        on `$out/''${python.sitePackages}/vllm`, with
+        {option}`${opt}.package` and {option}`${opt}.patchsets`). The store is
+        read-only, so the patch cannot be applied where vLLM runs; a vLLM that
+        no patch set fits fails the build. The override misses the binary
+        cache: the first build compiles vLLM. Use its `bin/vllm` in a model's
+        `cmd` directly (no `dockerArgs`, `cmdPrefix` or `mkCmd`), and make it
+        listen on `''${PORT}`. The flake's `overlays.vllm` patches every
+        `python3Packages.vllm`, and so `pkgs.vllm`, instead. Usable whether or
+        not {option}`${opt}.enable` is set.
+      '';
+    };
+
     dockerArgs = lib.mkOption {
       type = lib.types.str;
       readOnly = true;
@@ -276,6 +309,13 @@ in
           mkCmd = args: whenEnabled "mkCmd" (fragments.mkCmd args);
           mkModel = args: whenEnabled "mkModel" (fragments.mkModel args);
           inherit (fragments) raw;
+          patchVllm =
+            vllm:
+            import ../vllm.nix { inherit lib; } {
+              inherit vllm;
+              vllm-timings = cfg.package;
+              patchsets = map (p: "${p}") cfg.patchsets;
+            };
         };
         warnings = lib.optional (cfg.dockerGroup != null && unit == null) ''
           ${opt}.dockerGroup = "${cfg.dockerGroup}" changes nothing: services.llama-swap.enable is false and ${opt}.serviceName is null, so no unit gets the group. If you run llama-swap from a unit of your own, set ${opt}.serviceName to its name.'';
