@@ -82,6 +82,7 @@ type patchVllmResult struct {
 
 func evalPatchVllm(t *testing.T, pkg string) map[string]patchVllmResult {
 	t.Helper()
+	needFlake(t)
 	var got map[string]patchVllmResult
 	evalJSON(t, flakeExpr+`let
   lib = nixpkgs.lib;
