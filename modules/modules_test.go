@@ -1,8 +1,6 @@
 package modules
 
 import (
-	"github.com/vllm-timings/vllm-timings/patcher/testtree"
-
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -20,17 +18,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite nixos/tests/expected.json from the module's evaluation")
 
-// nixInstantiate returns the path of nix-instantiate, or skips the test (fails
-// it under CI=true, where .ci/run installs nix-bin).
-func nixInstantiate(t *testing.T) string {
-	t.Helper()
-	return testtree.RequireTool(t, "nix-instantiate")
-}
-
 // TestNixFilesParse runs `nix-instantiate --parse` on every .nix file in the
 // repository.
 func TestNixFilesParse(t *testing.T) {
-	nix := nixInstantiate(t)
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -62,14 +52,9 @@ func TestNixFilesParse(t *testing.T) {
 			t.Errorf("%s was not found: the walk missed the repository root?", want)
 		}
 	}
-	for _, f := range files {
-		rel, _ := filepath.Rel(root, f)
-		t.Run(rel, func(t *testing.T) {
-			out, err := exec.Command(nix, "--parse", f).CombinedOutput()
-			if err != nil {
-				t.Errorf("nix-instantiate --parse %s: %v\n%s", rel, err, out)
-			}
-		})
+	// One call for all: nix-instantiate names the file it cannot parse.
+	if r := nixtest.Run(t, root, append([]string{"--parse"}, files...)...); !r.OK {
+		t.Errorf("nix-instantiate --parse: %s", r.Stderr)
 	}
 }
 
