@@ -137,6 +137,8 @@ func TestNewRefusals(t *testing.T) {
 		{"venv colon is fine", ModelOptions{Venv: "/v:1", ServeArgs: Args("--port", "${PORT}")}, 0, nil},
 		{"venv port", ModelOptions{Venv: "/v", ServeArgs: Args("m")}, ExitHostPort, []string{"no serve argument uses ${PORT}"}},
 		{"env twice", ModelOptions{Image: "i", Env: map[string]string{"A": "1"}, PassEnv: []string{"A"}}, ExitOption, []string{"given twice"}},
+		{"macro inside ${...}", ModelOptions{Image: "i", ExtraDockerArgs: []string{"--x=${${PORT}}"}}, ExitUnknownMacro, []string{"becomes a macro reference like ${0}", "inside ${...}"}},
+		{"macro value closing ${", ModelOptions{Image: "i", Macros: map[string]string{"c": "a}"}, ServeArgs: Args("${${c}")}, ExitUnknownMacro, []string{"${a}"}},
 		{"pass-through name", ModelOptions{Image: "i", PassEnv: []string{"1A"}}, ExitName, []string{"invalid variable name"}},
 	}
 	for _, tt := range tests {
@@ -260,6 +262,10 @@ func TestAdviceFollowed(t *testing.T) {
 			"drop --entrypoint", func(string) layerCase {
 				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{"pip install x"}}},
 					wantBefore: [][]string{{"pip", "install", "x"}}}
+			}},
+		{"a macro inside ${...}: take it out", bad(ModelOptions{Image: "img", ExtraDockerArgs: []string{"--label=${${MODEL_ID}}"}}), ExitUnknownMacro,
+			"do not put a macro inside ${...}", func(string) layerCase {
+				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", ExtraDockerArgs: []string{"--label=${MODEL_ID}"}}}}
 			}},
 		{"venv with an image: remove it", bad(ModelOptions{Venv: "/v", Image: "img", ServeArgs: Args("--port", "${PORT}")}), ExitForm,
 			"remove --image", func(string) layerCase {

@@ -153,7 +153,7 @@ func runLayers(t *testing.T, cases []layerCase) {
 	}
 	loaded, err := swaptest.Load(t, config)
 	if err != nil {
-		t.Fatalf("%v\nconfig: %s", err, config)
+		t.Fatalf("%v\n(a config of %d models)", err, len(models))
 	}
 
 	t.Run("cases", func(t *testing.T) {

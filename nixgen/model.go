@@ -90,7 +90,7 @@ func (m ModelOptions) form() form {
 type model struct {
 	o     Options
 	m     ModelOptions
-	known map[string]bool // macro names words may use
+	known map[string]string // the macros words may use, with the value checkWord substitutes
 }
 
 // word checks and quotes one word that no shell reads: llama-swap splits it
@@ -115,12 +115,13 @@ func NewModel(o Options, m ModelOptions) (Model, error) {
 	if err := checkModelName(m.Name); err != nil {
 		return Model{}, err
 	}
-	b := &model{o: o, m: m, known: map[string]bool{"PORT": true, "MODEL_ID": true}}
+	// ${PORT} and ${MODEL_ID} stand for digits and name characters.
+	b := &model{o: o, m: m, known: map[string]string{"PORT": "0", "MODEL_ID": "0"}}
 	for _, name := range sortedKeys(m.Macros) {
 		if err := checkMacro(name, m.Macros[name]); err != nil {
 			return Model{}, err
 		}
-		b.known[name] = true
+		b.known[name] = m.Macros[name]
 	}
 	if err := checkForm(o, m); err != nil {
 		return Model{}, err

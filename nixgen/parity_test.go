@@ -260,6 +260,9 @@ var parityVariants = []variant{
 	{opts: Options{Binary: "/h/bin/vllm-timings", OnFailure: "abort", Patchsets: []string{"/p/x y.hcl"}}, model: ModelOptions{Name: "venv", Venv: "/opt/my venv",
 		ServeArgs: Args("Qwen/Qwen3-8B", "--port", "${PORT}", "it's")}},
 	// Refused by both.
+	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", ExtraDockerArgs: []string{"${${PORT}}"}}},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", Env: map[string]string{"A": "${a${MODEL_ID}b}"}}},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", Macros: map[string]string{"ctx": "a}"}, ServeArgs: Args("${${ctx}")}},
 	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", ServeArgs: Args("$HOME")}},
 	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", ServeArgs: Args("${HOME:-/root}")}},
 	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", ServeArgs: Args("${VLLM_ENFORCE_EAGER:+--enforce-eager}")}},

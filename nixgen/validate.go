@@ -83,8 +83,10 @@ const (
 )
 
 // checkWord refuses a command word that llama-swap would refuse to load or
-// change in a way that was not meant. known holds the macro names it may use.
-func checkWord(input, s string, known map[string]bool, ctx wordContext) error {
+// change in a way that was not meant. known holds the macros it may use,
+// with values to substitute for them: "0" stands for ${PORT} and
+// ${MODEL_ID}, whose values are digits and name characters.
+func checkWord(input, s string, known map[string]string, ctx wordContext) error {
 	if err := checkText(input, s); err != nil {
 		return err
 	}
@@ -93,8 +95,9 @@ func checkWord(input, s string, known map[string]bool, ctx wordContext) error {
 			"llama-swap replaces it with its own environment variable when it loads the config, and vllm-timings does not generate such text; write the value, or declare a macro.")
 	}
 	for _, m := range macroRef.FindAllStringSubmatch(s, -1) {
+		_, ok := known[m[1]]
 		switch {
-		case known[m[1]]:
+		case ok:
 		case m[1] == "PID":
 			return errorf(ExitUnknownMacro, input, s, "uses ${PID}", "llama-swap allows ${PID} only in cmdStop.")
 		default:
@@ -110,6 +113,13 @@ func checkWord(input, s string, known map[string]bool, ctx wordContext) error {
 			return errorf(ExitUnknownMacro, input, s, "uses the unknown macro "+m[0], fix, m[1])
 		}
 	}
+	// llama-swap substitutes, then refuses any ${NAME} left: text around a
+	// macro must not make one (${${PORT}} becomes ${5800}).
+	sub := macroRef.ReplaceAllStringFunc(s, func(r string) string { return known[r[2:len(r)-1]] })
+	if m := macroRef.FindString(sub); m != "" {
+		return errorf(ExitUnknownMacro, input, s, "becomes a macro reference like "+m+" once llama-swap substitutes its macros",
+			"llama-swap refuses to load a cmd with an unknown macro after substitution; do not put a macro inside ${...}.")
+	}
 	return nil
 }
 
@@ -119,7 +129,7 @@ var bashVar = regexp.MustCompile(`\$[A-Za-z_]`)
 // checkExpansion refuses a plain serve argument that holds a bash expansion:
 // quoting would hand the text to vLLM unexpanded. known macros are left to
 // llama-swap. inBash says whether bash reads the command at all.
-func checkExpansion(input, s string, known map[string]bool, inBash bool) error {
+func checkExpansion(input, s string, known map[string]string, inBash bool) error {
 	rest := macroRef.ReplaceAllString(s, "") // all known by now
 	var found string
 	if i := strings.Index(rest, "${"); i >= 0 {

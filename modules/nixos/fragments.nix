@@ -449,8 +449,12 @@ let
     let
       s = if isString w || isInt w then toString w else fail what (typeOf w) "must be a string.";
       refs = macroRefs (checkText what s);
-      unknown = filter (n: !(elem n known)) refs;
+      unknown = filter (n: !(known ? ${n})) refs;
       name = builtins.head unknown;
+      # llama-swap substitutes, then refuses any ${NAME} left, so text
+      # around a macro must not make one (''${''${PORT}} becomes ''${5800}).
+      names = attrNames known;
+      substituted = replaceStrings (map (n: "\${${n}}") names) (map (n: known.${n}) names) s;
       advice =
         if ctx == "serve" then
           " Declare it in macros, or, if bash should expand the variable ${name}, pass the argument raw and without braces: (vt.raw \"\$${name}\")."
@@ -467,6 +471,9 @@ let
     else if unknown != [ ] then
       fail what s
         "uses the unknown macro \${${name}}; llama-swap refuses to load a cmd with an unknown macro.${advice}"
+    else if macroRefs substituted != [ ] then
+      fail what s
+        "becomes a macro reference like \${${builtins.head (macroRefs substituted)}} once llama-swap substitutes its macros, and llama-swap refuses unknown ones; do not put a macro inside \${...}."
     else
       s;
 
@@ -477,7 +484,8 @@ let
   checkExpansion =
     known: inBash: what: s:
     let
-      rest = replaceStrings (map (n: "\${${n}}") known) (map (_: "") known) s;
+      names = attrNames known;
+      rest = replaceStrings (map (n: "\${${n}}") names) (map (_: "") names) s;
     in
     if !(hasInfix "\${" rest) && match ".*[$][A-Za-z_].*" s == null then
       s
@@ -562,11 +570,13 @@ let
       venv = args.venv or null;
 
       checkedMacros = checkMacros macros;
-      known = [
-        "PORT"
-        "MODEL_ID"
-      ]
-      ++ attrNames checkedMacros;
+      # The macros words may use, with the values checkWord substitutes:
+      # "0" stands for PORT and MODEL_ID (digits and name characters).
+      known = {
+        PORT = "0";
+        MODEL_ID = "0";
+      }
+      // builtins.mapAttrs (_: toString) checkedMacros;
       word = what: w: quoteWord (checkWord known "noShell" what w);
       list = what: l: if isList l then l else fail what (typeOf l) "must be a list of strings.";
       serveList = list "serveArgs" serveArgs;
