@@ -89,6 +89,15 @@ func seedRoles(s string) []layerCase {
 			v.opts.Mount = ""
 		}),
 	}
+	// These words reach docker, or the exec forms' commands, as argv: no
+	// shell reads them, so the argv after llama-swap is their last layer
+	// (TestLayers runs every form to the end).
+	for i := range roles {
+		switch roles[i].name {
+		case "docker-arg", "env-value", "image", "publish", "host-paths", "entrypoint", "venv-arg", "venv-path":
+			roles[i].argvOnly = true
+		}
+	}
 	// The container path and the failure modes, once.
 	mount := base("mount", func(v *variant) { v.opts.Mount = "/c/" + s + "/vt"; v.opts.OnFailure = "abort" })
 	mount.patcherFails = true
