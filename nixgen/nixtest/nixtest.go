@@ -38,7 +38,9 @@ func Run(t testing.TB, dir string, args ...string) Result {
 	t.Helper()
 	bin := testtree.RequireTool(t, "nix-instantiate")
 	state := t.TempDir()
-	cmd := exec.Command(bin, args...)
+	// --readonly-mode: no store database is created or written, which
+	// costs most of a fresh state's start-up (about 40 ms instead of 110).
+	cmd := exec.Command(bin, append([]string{"--readonly-mode"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"NIX_STATE_DIR="+state,
