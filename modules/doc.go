@@ -1,6 +1,7 @@
 // Package modules holds no code: it is the home of the Go tests for the Nix
-// side of the project, the flake (flake.nix, modules/*.nix) and the NixOS
-// module (modules/nixos), so that `go test ./...` checks them too.
+// side of the project, the flake (flake.nix, with modules/package.nix,
+// modules/checks.nix and modules/vllm.nix) and the NixOS module
+// (modules/nixos), so that `go test ./...` checks them too.
 //
 // What runs, with nix-instantiate (Debian's nix-bin is enough) and nixpkgs'
 // lib from VLLM_TIMINGS_NIXPKGS_LIB or ../shared/nixpkgs-lib (nixgen/nixtest;

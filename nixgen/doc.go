@@ -59,9 +59,9 @@
 // # Refusals
 //
 // Input that no quoting carries unchanged through all three layers is
-// refused with an *Error that names the input, says what is wrong and what
-// to do, and carries an exit code from 10 to 19 or 50 to 54 (see the Exit
-// constants): newlines and other non-printable characters (syntax.Quote
+// refused with an *exit.Error that names the input, says what is wrong and
+// what to do, and carries an exit code from 10 to 19 or 50 to 54 (see
+// ExitCodes): newlines and other non-printable characters (syntax.Quote
 // would need bash's $'...', which llama-swap cannot split), relative or
 // unclean paths, ":" in a docker -v path, ${NAME} in a path, unknown
 // macros, bash expansions in plain serve arguments, statements that cannot

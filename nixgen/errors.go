@@ -3,65 +3,37 @@ package nixgen
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
-// Exit codes of the nixgen errors. The patcher uses 3..9; nixgen owns 10..19
-// and 50..54.
-const (
-	// ExitPath: a path is empty, relative, the root directory or not clean.
-	ExitPath = 10
-	// ExitUnprintable: text holds a newline, another control character, a
-	// non-printable or invalid UTF-8 character.
-	ExitUnprintable = 11
-	// ExitMacroInPath: a path holds ${NAME} or ${env.NAME}, which llama-swap
-	// would substitute or refuse.
-	ExitMacroInPath = 12
-	// ExitUnknownMacro: a word uses a macro that llama-swap would not know in
-	// cmd (undeclared, ${PID}, ${env.NAME}).
-	ExitUnknownMacro = 13
-	// ExitColon: a path holds ":", which docker run -v uses as a separator.
-	ExitColon = 14
-	// ExitName: a model, environment variable or macro name is not valid.
-	ExitName = 15
-	// ExitMacroValue: a macro's value cannot be pasted into the command safely.
-	ExitMacroValue = 16
-	// ExitOption: an option has a value outside its set, is missing or is
-	// given twice.
-	ExitOption = 17
-	// ExitExpansion: a plain serve argument holds a bash expansion (${...}
-	// or $NAME) that quoting would pass on unexpanded.
-	ExitExpansion = 18
-	// ExitStatement: bash text (a before statement or a raw argument) that
-	// cannot be placed in the command: empty, ending in ";" "&" or "|", or
-	// holding a comment that would hide the rest of the command.
-	ExitStatement = 19
-	// ExitPublish: the port mapping does not publish ${PORT}.
-	ExitPublish = 50
-	// ExitForm: options that do not fit the chosen form (bash -c, the
-	// image's own entrypoint, or a host virtualenv without Docker).
-	ExitForm = 51
-	// ExitHostPort: a host virtualenv model whose vllm serve arguments do
-	// not listen on ${PORT}.
-	ExitHostPort = 52
+// ExitCodes lists the exit codes of "vllm-timings nix", in the order its
+// --help and the README show them. nixgen owns 10-19 and 50-54; a new code
+// is one line here. 2 is the command's: flags it refuses before nixgen sees
+// them.
+var ExitCodes exit.Table
+
+var (
+	_                = ExitCodes.Add(exit.Usage, "bad flags: no `--binary` (or one with `--format nix-function`), an unknown `--format` or `--on-failure`, no model name, `--macro` without `=`, a name given twice, `--raw` with nothing after it")
+	ExitPath         = ExitCodes.Add(10, "a path that is empty, relative, `/` or not clean (`//`, `/./`, `/../`, trailing `/`)")
+	ExitUnprintable  = ExitCodes.Add(11, "a newline or another non-printable character (it would need bash's `$'...'`, which llama-swap cannot split), or invalid UTF-8")
+	ExitMacroInPath  = ExitCodes.Add(12, "`${NAME}` or `${env.NAME}` in a path: llama-swap would substitute it or refuse the config")
+	ExitUnknownMacro = ExitCodes.Add(13, "a macro llama-swap does not know in that place: undeclared, `${PID}`, `${env.NAME}`")
+	ExitColon        = ExitCodes.Add(14, "`:` in a path, which `docker run -v` uses as its separator")
+	ExitName         = ExitCodes.Add(15, "an invalid model (Docker container), environment variable or macro name")
+	ExitMacroValue   = ExitCodes.Add(16, "a macro value that is empty or not a plain word")
+	ExitOption       = ExitCodes.Add(17, "no `--image` (from Go: an empty Binary or Image, an OnFailure other than `warn`/`abort`, or a variable both set and passed through)")
+	ExitExpansion    = ExitCodes.Add(18, "a plain serve argument holding a bash expansion (`${...}` other than a macro, or `$NAME`): use `--raw`")
+	ExitStatement    = ExitCodes.Add(19, "a `--before` statement that is empty, ends in `;`, `&` or a pipe, or holds a comment; a `--raw` argument with a comment")
+	ExitPublish      = ExitCodes.Add(50, "a `--publish` mapping without `${PORT}`")
+	ExitForm         = ExitCodes.Add(51, "an option the form cannot use: `--before` or `--raw` with `--entrypoint` or `--venv`, a Docker option with `--venv`")
+	ExitHostPort     = ExitCodes.Add(52, "`--venv` without a serve argument that uses `${PORT}`")
 )
 
-// Error is an input that cannot be represented safely in the generated
-// fragments. It names the input, says what is wrong with it and what to do.
-type Error struct {
-	Code    int    // one of the Exit* constants
-	Input   string // which input, as the user wrote it: "--mount", "serve argument 2"
-	Value   string // the offending value
-	Problem string // short, lower case: "is not an absolute path"
-	Fix     string // full sentences: what to do instead
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("%s %s: %s. %s", e.Input, strconv.Quote(e.Value), e.Problem, e.Fix)
-}
-
-// ExitCode is the process exit code for this error.
-func (e *Error) ExitCode() int { return e.Code }
-
-func errorf(code int, input, value, problem, fix string, args ...any) *Error {
-	return &Error{Code: code, Input: input, Value: value, Problem: problem, Fix: fmt.Sprintf(fix, args...)}
+// errorf is an input that cannot be represented safely in the generated
+// fragments: the input as the user wrote it and its value are the
+// position, problem is short and lower case ("is not an absolute path"),
+// fix full sentences saying what to do instead.
+func errorf(code exit.Code, input, value, problem, fix string, args ...any) *exit.Error {
+	return &exit.Error{Code: code, Pos: input + " " + strconv.Quote(value), Msg: problem, Hint: fmt.Sprintf(fix, args...)}
 }

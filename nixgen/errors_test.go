@@ -7,6 +7,8 @@ import (
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // TestRefusals checks that each kind of input that cannot be carried through
@@ -18,7 +20,7 @@ func TestRefusals(t *testing.T) {
 		name  string
 		opts  Options
 		model *ModelOptions
-		code  int
+		code  exit.Code
 		want  []string // substrings of the message
 	}{
 		{"missing binary", Options{}, nil, ExitOption, []string{"--binary", "is missing", "host path"}},
@@ -65,12 +67,12 @@ func TestRefusals(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *exit.Error
 			if !errors.As(err, &e) {
-				t.Fatalf("got %v, want an *Error", err)
+				t.Fatalf("got %v, want an *exit.Error", err)
 			}
-			if e.ExitCode() != tt.code {
-				t.Errorf("exit code %d, want %d (%v)", e.ExitCode(), tt.code, err)
+			if e.Code != tt.code {
+				t.Errorf("exit code %d, want %d (%v)", e.Code, tt.code, err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
@@ -88,7 +90,7 @@ func TestShQuoteRefusesDollarQuote(t *testing.T) {
 		t.Fatalf("syntax.Quote(LangBash) gave %q; this test assumes $'...'", q)
 	}
 	_, err := shQuote("--binary", "a\x01")
-	var e *Error
+	var e *exit.Error
 	if !errors.As(err, &e) || e.Code != ExitUnprintable || !strings.Contains(err.Error(), "$'...'") {
 		t.Fatalf("shQuote = %v, want an ExitUnprintable error naming $'...'", err)
 	}
@@ -115,7 +117,7 @@ func TestNewRefusals(t *testing.T) {
 	tests := []struct {
 		name  string
 		model ModelOptions
-		code  int
+		code  exit.Code
 		want  []string
 	}{
 		{"expansion", ModelOptions{Image: "i", ServeArgs: Args("${HOME:-/root}")}, ExitExpansion, []string{`serve argument 1 "${HOME:-/root}"`, "unexpanded", "--raw"}},
@@ -151,7 +153,7 @@ func TestNewRefusals(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *exit.Error
 			if !errors.As(err, &e) || e.Code != tt.code {
 				t.Fatalf("got %v, want exit %d", err, tt.code)
 			}
@@ -203,7 +205,7 @@ func TestAdviceFollowed(t *testing.T) {
 	type advice struct {
 		name    string
 		bad     ModelOptions
-		code    int
+		code    exit.Code
 		snippet string                         // the text the message tells the user to write
 		fix     func(snippet string) layerCase // the input after following it
 	}
@@ -279,7 +281,7 @@ func TestAdviceFollowed(t *testing.T) {
 	var fixed []layerCase
 	for _, c := range cases {
 		_, err := NewModel(Options{Binary: "/b"}, c.bad)
-		var e *Error
+		var e *exit.Error
 		if !errors.As(err, &e) || e.Code != c.code {
 			t.Errorf("%s: got %v, want exit %d", c.name, err, c.code)
 			continue

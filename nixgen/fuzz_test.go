@@ -14,6 +14,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // seedDir holds the one seed corpus: FuzzLayers' folder, which go test
@@ -158,12 +159,12 @@ func FuzzLayers(f *testing.F) {
 }
 
 // isNixgenCode reports whether code is one of nixgen's exit codes.
-func isNixgenCode(code int) bool { return code >= 10 && code <= 19 || code >= 50 && code <= 54 }
+func isNixgenCode(code exit.Code) bool { return code >= 10 && code <= 19 || code >= 50 && code <= 54 }
 
-// checkRefusal fails t unless err is an *Error with a nixgen exit code.
+// checkRefusal fails t unless err is an *exit.Error with a nixgen exit code.
 func checkRefusal(t testing.TB, err error) {
 	t.Helper()
-	var e *Error
+	var e *exit.Error
 	if !errors.As(err, &e) || !isNixgenCode(e.Code) {
 		t.Fatalf("refused without a nixgen exit code (10-19, 50-54): %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // variant is one input to both implementations: Go's NewFragments and
@@ -190,11 +191,11 @@ in [
 // that Go refused. Go alone checks model names (fragments.nix has none)
 // and every non-printable character (fragments.nix knows a list).
 func nixChecksToo(err error) bool {
-	var e *Error
+	var e *exit.Error
 	if !errors.As(err, &e) {
 		return true
 	}
-	return e.Code != ExitUnprintable && !(e.Code == ExitName && e.Input == "model name")
+	return e.Code != ExitUnprintable && !(e.Code == ExitName && strings.HasPrefix(e.Pos, "model name "))
 }
 
 // checkParity fails t unless Go, Go's rendered Nix and fragments.nix agree.

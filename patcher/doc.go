@@ -5,18 +5,19 @@
 //
 // A run is three steps, and only the last one writes:
 //
-//  1. Find the vllm package (Find): --vllm-dir, $VLLM_DIR, $VIRTUAL_ENV,
+//  1. Find the vllm package (find.go): --vllm-dir, $VLLM_DIR, $VIRTUAL_ENV,
 //     well-known install paths, then python3's importlib.util.find_spec,
 //     which locates the package without importing it (importing vllm loads
 //     torch and costs seconds).
 //  2. Plan (Open): read every file any patch set targets into a snapshot,
 //     plan every patch set against it (planSet is pure: snapshot in, new
-//     file contents and diagnostics out) and choose the one whose anchors
+//     file contents, each anchor's result and diagnostics out; the doctor
+//     reads the same plans) and choose the one whose anchors
 //     all match. The user's sets (--patchset) are tried before the
 //     embedded ones; sets that fit and would write different files are an
 //     error, identical ones are not. Selection is by shape, so a nightly
 //     with a version string no table lists still gets the right set.
-//  3. Write (Session.Apply, Session.Revert): all files or none, through
+//  3. Write (Session.Apply, Session.Revert, commit.go): all files or none, through
 //     temporary files and renames, keeping modes and dropping stale
 //     __pycache__ entries. A symlink leading out of the package is refused.
 //
@@ -123,5 +124,5 @@
 // on every version. When none fits, "vllm-timings doctor" shows, per
 // anchor of the closest sets, what matched, what did not and the closest
 // statements, and writes the closest set as a skeleton to adapt
-// (Session.Diagnose, Session.Skeleton).
+// (Session.Diagnose, Diagnosis.Skeleton).
 package patcher

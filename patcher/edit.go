@@ -9,19 +9,19 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
 
-// An Edit replaces Src[Start:End] with New. The patcher only ever inserts
+// A textEdit replaces Src[Start:End] with New. The patcher only ever inserts
 // (Start == End) or deletes whole marked blocks (New == ""), but the type is
 // general so that a plan is plain data that diff, dry-run and status share.
-type Edit struct {
+type textEdit struct {
 	Start, End int
 	New        string
 }
 
-// ApplyEdits returns src with edits applied. Edits are sorted by position
+// applyEdits returns src with edits applied. Edits are sorted by position
 // (stable, so insertions at one offset keep their order); overlapping or
 // out-of-range edits are a bug in the caller and are rejected.
-func ApplyEdits(src []byte, edits []Edit) ([]byte, error) {
-	sorted := append([]Edit(nil), edits...)
+func applyEdits(src []byte, edits []textEdit) ([]byte, error) {
+	sorted := append([]textEdit(nil), edits...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Start < sorted[j].Start })
 	var out bytes.Buffer
 	pos := 0
@@ -68,8 +68,8 @@ func insertion(id, indent, code string) string {
 // markedBlocks finds the marked blocks in src and returns the edits that
 // delete them. Unbalanced markers are an error: something other than
 // vllm-timings changed the file, and guessing would risk breaking it.
-func markedBlocks(src []byte) ([]Edit, error) {
-	var edits []Edit
+func markedBlocks(src []byte) ([]textEdit, error) {
+	var edits []textEdit
 	begin, beginLine := -1, 0
 	line := 0
 	for off := 0; off < len(src); {
@@ -90,7 +90,7 @@ func markedBlocks(src []byte) ([]Edit, error) {
 			if begin < 0 {
 				return nil, fmt.Errorf("line %d closes a vllm-timings block that was never opened", line)
 			}
-			edits = append(edits, Edit{Start: begin, End: next})
+			edits = append(edits, textEdit{Start: begin, End: next})
 			begin = -1
 		}
 		off = next
@@ -107,7 +107,7 @@ func strip(src []byte) ([]byte, bool, error) {
 	if err != nil || len(edits) == 0 {
 		return src, false, err
 	}
-	out, err := ApplyEdits(src, edits)
+	out, err := applyEdits(src, edits)
 	return out, true, err
 }
 

@@ -1,51 +1,25 @@
 package patcher
 
-import "fmt"
+import "github.com/vllm-timings/vllm-timings/patcher/exit"
 
-// Kind classifies a failure; each kind has its own process exit code,
-// listed in the README and in `vllm-timings --help`.
-type Kind int
+// ExitCodes lists the exit codes of apply, status, revert, diff and doctor,
+// in the order `vllm-timings apply --help` and the README show them. A new
+// code is one line here (issue 14 has 30-35, issue 13 36-39).
+var ExitCodes exit.Table
 
-const (
-	KindInternal  Kind = 1 // a bug or an unexpected I/O error
-	KindNotFound  Kind = 3 // no vLLM installation, or no patch set knows its layout
-	KindSpec      Kind = 4 // a patch set (.hcl) is invalid
-	KindMissing   Kind = 5 // an anchor matched nothing
-	KindAmbiguous Kind = 6 // an anchor matched more than once
-	KindFS        Kind = 7 // a file cannot be written (read-only, permissions, symlink out of the package)
-	KindDisagree  Kind = 8 // several patch sets fit and would write different files
-	KindModified  Kind = 9 // the files were changed in a way no patch set explains
+var (
+	_             = ExitCodes.Add(exit.OK, "success, also \"already patched\" and any problem under `--on-failure warn`")
+	_             = ExitCodes.Add(exit.Internal, "internal error")
+	_             = ExitCodes.Add(exit.Usage, "command-line usage error")
+	ExitNotFound  = ExitCodes.Add(3, "vLLM not found, or its layout matches no patch set")
+	ExitSpec      = ExitCodes.Add(4, "invalid patch set (`.hcl`), with file, line and a fix")
+	ExitMissing   = ExitCodes.Add(5, "an anchor matched nothing in the target file")
+	ExitAmbiguous = ExitCodes.Add(6, "an anchor matched more than once")
+	ExitFS        = ExitCodes.Add(7, "cannot write: read-only or missing directory, permissions, a symlink out of the package")
+	ExitDisagree  = ExitCodes.Add(8, "several patch sets fit and disagree")
+	ExitModified  = ExitCodes.Add(9, "files changed in a way no patch set explains (broken markers, a foreign file)")
 )
 
-// ExitCodes documents every exit code, for help texts and the README.
-var ExitCodes = []struct {
-	Code    int
-	Meaning string
-}{
-	{0, "success (also: already patched, nothing to do; or --on-failure warn)"},
-	{1, "internal error"},
-	{2, "command-line usage error"},
-	{int(KindNotFound), "vLLM not found, or its layout matches no patch set"},
-	{int(KindSpec), "invalid patch set (.hcl)"},
-	{int(KindMissing), "an anchor matched nothing in the target file"},
-	{int(KindAmbiguous), "an anchor matched more than once"},
-	{int(KindFS), "cannot write: read-only or missing directory, permissions, or a symlink leading out of the vllm package"},
-	{int(KindDisagree), "several patch sets fit and disagree"},
-	{int(KindModified), "files changed in a way no patch set explains (broken markers, foreign file)"},
-}
-
-// Error is a failure with its kind and a message meant for the user. The
-// message may span several lines (rendered diagnostics).
-type Error struct {
-	Kind Kind
-	Msg  string
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-// ExitCode is the process exit code for this failure.
-func (e *Error) ExitCode() int { return int(e.Kind) }
-
-func errorf(k Kind, format string, args ...any) *Error {
-	return &Error{Kind: k, Msg: fmt.Sprintf(format, args...)}
+func errorf(code exit.Code, format string, args ...any) *exit.Error {
+	return exit.Errorf(code, format, args...)
 }

@@ -8,16 +8,18 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // TestFailuresChangeNothing covers every way apply can refuse: each gives
-// its own kind (exit code), a message that names the problem, and an
+// its own exit code, a message that names the problem, and an
 // unchanged tree.
 func TestFailuresChangeNothing(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, site string)
-		kind  Kind
+		code  exit.Code
 		msg   []string // substrings the message must contain
 	}{
 		{
@@ -25,7 +27,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 			setup: func(t *testing.T, site string) {
 				replaceIn(t, filepath.Join(site, chatServing), "final_usage_chunk = ChatCompletionStreamResponse(", "final_chunk = ChatCompletionStreamResponse(")
 			},
-			kind: KindMissing,
+			code: ExitMissing,
 			msg:  []string{"Anchor not found", chatServing, `"final_usage_chunk = ChatCompletionStreamResponse("`, "nearest is line 94: final_chunk", "on embedded:openai-packages.hcl line 52", "--patchset"},
 		},
 		{
@@ -33,7 +35,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 			setup: func(t *testing.T, site string) {
 				replaceIn(t, filepath.Join(site, chatServing), "        return response\n", "        response = ChatCompletionResponse(**response.model_dump())\n        return response\n")
 			},
-			kind: KindAmbiguous,
+			code: ExitAmbiguous,
 			msg:  []string{"Anchor matches more than once", chatServing, "matches 2 statements", "full-response"},
 		},
 		{
@@ -43,7 +45,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			kind: KindNotFound,
+			code: ExitNotFound,
 			msg:  []string{"layout no patch set knows", "openai-packages needs " + chatServing},
 		},
 		{
@@ -54,7 +56,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 				}
 				replaceIn(t, filepath.Join(site, cmplServing), "# <<< vllm-timings openai-packages/import\n", "")
 			},
-			kind: KindModified,
+			code: ExitModified,
 			msg:  []string{"Broken vllm-timings markers", cmplServing, "line 35 opens a vllm-timings block inside the one opened at line 9"},
 		},
 		{
@@ -62,7 +64,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 			setup: func(t *testing.T, site string) {
 				writeFile(t, filepath.Join(site, module), "# someone else's\n")
 			},
-			kind: KindModified,
+			code: ExitModified,
 			msg:  []string{"not written by vllm-timings", module},
 		},
 		{
@@ -78,7 +80,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			kind: KindFS,
+			code: ExitFS,
 			msg:  []string{"refusing " + chatServing, "outside the vllm package"},
 		},
 	}
@@ -92,12 +94,12 @@ func TestFailuresChangeNothing(t *testing.T) {
 			if err == nil {
 				_, err = s.Apply()
 			}
-			var pe *Error
+			var pe *exit.Error
 			if !errors.As(err, &pe) {
-				t.Fatalf("apply: got %v, want a *patcher.Error", err)
+				t.Fatalf("apply: got %v, want an *exit.Error", err)
 			}
-			if pe.Kind != tt.kind {
-				t.Errorf("kind %d, want %d; message:\n%s", pe.Kind, tt.kind, pe.Msg)
+			if pe.Code != tt.code {
+				t.Errorf("exit code %d, want %d; message:\n%s", pe.Code, tt.code, pe.Msg)
 			}
 			for _, m := range tt.msg {
 				if !strings.Contains(pe.Msg, m) {
@@ -152,7 +154,7 @@ func TestReadOnlyTree(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]int{"abort": int(KindFS), "warn": 0}[onFailure]
+		want := map[string]int{"abort": int(ExitFS), "warn": 0}[onFailure]
 		if code != want {
 			t.Errorf("--on-failure %s: exit %d, want %d\n%s", onFailure, code, want, out)
 		}

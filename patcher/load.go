@@ -2,6 +2,7 @@ package patcher
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/patchsets"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
@@ -58,7 +60,7 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 	for _, file := range userFiles {
 		src, err := os.ReadFile(file)
 		if err != nil {
-			return nil, errorf(KindSpec, "cannot read patch set %s: %v. Check the --patchset path (inside a container, it must be mounted).", file, err)
+			return nil, &exit.Error{Code: ExitSpec, Msg: fmt.Sprintf("cannot read patch set %s: %v", file, err), Hint: "Check the --patchset path (inside a container, it must be mounted).", Err: err}
 		}
 		lib.sources[file] = src
 		sets, d := spec.Parse(file, src, spec.Assets{Builtin: patchsets.FS, Local: os.DirFS(filepath.Dir(file))})
@@ -66,7 +68,7 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 		lib.User = append(lib.User, sets...)
 	}
 	if diags.HasErrors() {
-		return nil, &Error{Kind: KindSpec, Msg: lib.Render(diags) + "vllm-timings: the patch set above is invalid; fix the lines shown (the patcher package documents the language)."}
+		return nil, &exit.Error{Code: ExitSpec, Msg: lib.render(diags) + "vllm-timings: the patch set above is invalid; fix the lines shown (the patcher package documents the language)."}
 	}
 	user := map[string]bool{}
 	for _, s := range lib.User {
@@ -82,8 +84,8 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 	return lib, nil
 }
 
-// Render prints diagnostics with the HCL source lines they point at.
-func (l *Library) Render(diags hcl.Diagnostics) string {
+// render prints diagnostics with the HCL source lines they point at.
+func (l *Library) render(diags hcl.Diagnostics) string {
 	files := map[string]*hcl.File{}
 	for name, src := range l.sources {
 		files[name] = &hcl.File{Bytes: src}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/pysrc"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
@@ -36,38 +37,138 @@ type FilePlan struct {
 	Mode     fs.FileMode // permissions to keep
 	Edits    int         // insertions planned
 	State    FileState
+
+	problem string         // problemNoFile or problemFile, for the whole file
+	detail  string         // why, for problemFile
+	anchors []anchorResult // one per edit, then one per require
 }
 
-// Changed reports whether applying the plan writes this file.
-func (f *FilePlan) Changed() bool { return !f.Exists || !bytes.Equal(f.Current, f.New) }
+// changed reports whether applying the plan writes this file.
+func (f *FilePlan) changed() bool {
+	return f.State != Missing && (!f.Exists || !bytes.Equal(f.Current, f.New))
+}
 
-// SetPlan is one patch set planned against a snapshot.
+// Problems an anchor or a file can have, as the doctor reports them.
+const (
+	problemMissing   = "MISSING"   // the anchor matched nothing
+	problemAmbiguous = "AMBIGUOUS" // the anchor matched more than once
+	problemUnusable  = "UNUSABLE"  // it matched, but the position does not apply
+	problemNoFile    = "NO FILE"   // the file the anchor is in does not exist
+	problemFile      = "FILE"      // the file exists but cannot be planned (broken markers, foreign file)
+)
+
+// anchorResult is what one edit's or require's anchor found.
+type anchorResult struct {
+	Name       string
+	Require    bool
+	Optional   bool      // on_missing = "skip": missing is not a problem
+	Anchor     string    // pysrc.Anchor.Describe()
+	Declared   hcl.Range // where the .hcl declares it
+	Line       int       // the statement it matched (or, for after_imports, where it inserts); 0 if none
+	Problem    string    // "" when it matched; one of the problem* constants otherwise
+	Detail     string    // the error, for a problem
+	Candidates []candidate
+	// ScopeMissing: a def or class of the anchor's "in" is not there, so
+	// the candidates are defs and classes.
+	ScopeMissing bool
+}
+
+// candidate is a statement near where an anchor expected one.
+type candidate struct {
+	Line int    // 1-based line in the target file
+	Text string // the statement's first line, without indentation
+	In   string // the def/class path that holds it ("" at module level)
+}
+
+// record notes a failed Locate or Find.
+func (a *anchorResult) record(src *pysrc.File, err error) {
+	var nf *pysrc.NotFoundError
+	var amb *pysrc.AmbiguousError
+	switch {
+	case errors.As(err, &nf):
+		if a.Optional {
+			a.Detail = "not here; skipped (on_missing = \"skip\")"
+			return
+		}
+		a.Problem, a.Detail, a.ScopeMissing = problemMissing, "no "+nf.What, nf.Scope
+		for _, st := range nf.Candidates {
+			a.Candidates = append(a.Candidates, candidate{Line: st.Line, Text: st.Text, In: src.ScopeOf(st)})
+		}
+	case errors.As(err, &amb):
+		a.Problem, a.Detail = problemAmbiguous, amb.Error()
+	default:
+		a.Problem, a.Detail = problemUnusable, err.Error()
+	}
+}
+
+// SetPlan is one patch set planned against a snapshot. Files[i] plans
+// Set.Files[i], also for a set that is not applicable, so that the doctor
+// can say what every anchor found.
 type SetPlan struct {
 	Set        *spec.PatchSet
 	Files      []FilePlan
 	Failures   hcl.Diagnostics // why the set does not fit; empty if it does
 	Applicable bool            // every file it edits exists
-	Kind       Kind            // the kind of the first failure
+	Code       exit.Code       // the exit code of the first failure
 	Anchors    int             // anchors that matched
 }
 
-// Fits reports whether every edit of the set found its place.
-func (p *SetPlan) Fits() bool { return p.Applicable && len(p.Failures) == 0 }
+// fits reports whether every edit of the set found its place.
+func (p *SetPlan) fits() bool { return p.Applicable && len(p.Failures) == 0 }
 
 // Changes lists the files applying the set would write.
 func (p *SetPlan) Changes() []FilePlan {
 	var out []FilePlan
 	for _, f := range p.Files {
-		if f.Changed() {
+		if f.changed() {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-func (p *SetPlan) fail(k Kind, d *hcl.Diagnostic) {
+// matched counts the anchors without a problem (an optional one that is
+// not there included); total counts them all.
+func (p *SetPlan) matched() int {
+	n := 0
+	for _, f := range p.Files {
+		for _, a := range f.anchors {
+			if a.Problem == "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (p *SetPlan) total() int {
+	n := 0
+	for _, f := range p.Files {
+		n += len(f.anchors)
+	}
+	return n
+}
+
+// problems counts what keeps the set from fitting: each anchor with a
+// problem, and each file with a problem and no anchors.
+func (p *SetPlan) problems() int {
+	n := 0
+	for _, f := range p.Files {
+		if f.problem != "" && len(f.anchors) == 0 {
+			n++
+		}
+		for _, a := range f.anchors {
+			if a.Problem != "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (p *SetPlan) fail(code exit.Code, d *hcl.Diagnostic) {
 	if len(p.Failures) == 0 {
-		p.Kind = k
+		p.Code = code
 	}
 	p.Failures = append(p.Failures, d)
 }
@@ -80,105 +181,134 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 			p.Applicable = false
 		}
 	}
-	if !p.Applicable {
-		return p
-	}
 	for _, f := range set.Files {
-		st := snap[f.Path]
-		fp := FilePlan{Path: f.Path, Create: f.Create != nil, Exists: st.Exists, Current: st.Data, Mode: st.Mode}
-		if fp.Mode == 0 {
-			fp.Mode = 0o644
-		}
-		if f.Create != nil {
-			fp.New = []byte(withHeader(*f.Create))
-			switch {
-			case !st.Exists:
-				fp.State = Unpatched
-			case !owned(st.Data):
-				fp.State = Modified
-				rng := f.Range
-				p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "File exists and is not ours",
-					Detail:  fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, ownedHeader),
-					Subject: &rng})
-			case bytes.Equal(st.Data, fp.New):
-				fp.State = Patched
-				fp.Original = nil
-			default:
-				fp.State = Outdated
-			}
-			p.Files = append(p.Files, fp)
-			continue
-		}
-		orig, hadMarkers, err := strip(st.Data)
-		if err != nil {
-			fp.State = Modified
-			rng := f.Range
-			p.fail(KindModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Broken vllm-timings markers",
-				Detail:  fmt.Sprintf("%s: %v. Something other than vllm-timings edited this file; reinstall vLLM (or restore the file) and run apply again.", f.Path, err),
-				Subject: &rng})
-			p.Files = append(p.Files, fp)
-			continue
-		}
-		fp.Original = orig
-		src := pysrc.Parse(orig)
-		var edits []Edit
-		for _, e := range f.Edits {
-			pt, err := src.Locate(e.Anchor)
-			if err != nil {
-				var nf *pysrc.NotFoundError
-				if e.Optional && errors.As(err, &nf) {
-					continue
-				}
-				p.fail(anchorFailure(set, f.Path, e, err))
-				continue
-			}
-			p.Anchors++
-			edits = append(edits, Edit{Start: pt.Offset, End: pt.Offset, New: insertion(set.Name+"/"+e.Name, pt.Indent, e.Code)})
-		}
-		for _, q := range f.Requires {
-			if _, err := src.Find(q.Anchor); err != nil {
-				p.fail(requireFailure(set, f.Path, q, err))
-				continue
-			}
-			p.Anchors++
-		}
-		fp.Edits = len(edits)
-		newData, err := ApplyEdits(orig, edits)
-		if err != nil {
-			panic(fmt.Sprintf("planning %s: %v", f.Path, err)) // Locate returns line starts within the file
-		}
-		fp.New = newData
-		switch {
-		case len(f.Edits) == 0 && !hadMarkers:
-			fp.State = Checked
-		case bytes.Equal(st.Data, newData):
-			fp.State = Patched
-		case hadMarkers:
-			fp.State = Outdated
-		default:
-			fp.State = Unpatched
-		}
-		p.Files = append(p.Files, fp)
+		p.Files = append(p.Files, p.planFile(f, snap[f.Path]))
 	}
 	return p
 }
 
-func requireFailure(set *spec.PatchSet, path string, q spec.Require, err error) (Kind, *hcl.Diagnostic) {
+// planFile plans one file of the set, recording every anchor's result and
+// adding the failures to p.
+func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
+	fp := FilePlan{Path: f.Path, Create: f.Create != nil, Exists: st.Exists, Current: st.Data, Mode: st.Mode}
+	if fp.Mode == 0 {
+		fp.Mode = 0o644
+	}
+	if f.Create != nil {
+		fp.New = []byte(withHeader(*f.Create))
+		switch {
+		case !st.Exists:
+			fp.State = Unpatched
+		case !owned(st.Data):
+			p.refuseFile(&fp, f, "File exists and is not ours",
+				fmt.Sprintf("exists and was not written by vllm-timings (its first line is not %q); move it away if it is stale", ownedHeader),
+				fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, ownedHeader))
+		case bytes.Equal(st.Data, fp.New):
+			fp.State = Patched
+			fp.Original = nil
+		default:
+			fp.State = Outdated
+		}
+		return fp
+	}
+	for _, e := range f.Edits {
+		fp.anchors = append(fp.anchors, anchorResult{Name: e.Name, Optional: e.Optional, Anchor: e.Anchor.Describe(), Declared: e.Range})
+	}
+	for _, q := range f.Requires {
+		fp.anchors = append(fp.anchors, anchorResult{Name: q.Name, Require: true, Anchor: q.Anchor.Describe(), Declared: q.Range})
+	}
+	orig, hadMarkers, err := strip(st.Data)
+	switch {
+	case !st.Exists:
+		fp.State, fp.problem = Missing, problemNoFile
+	case err != nil:
+		p.refuseFile(&fp, f, "Broken vllm-timings markers",
+			fmt.Sprintf("broken vllm-timings markers: %v", err),
+			fmt.Sprintf("%s: %v. Something other than vllm-timings edited this file; reinstall vLLM (or restore the file) and run apply again.", f.Path, err))
+	}
+	if fp.problem != "" {
+		for i := range fp.anchors {
+			fp.anchors[i].Problem = fp.problem
+		}
+		return fp
+	}
+	fp.Original = orig
+	src := pysrc.Parse(orig)
+	var edits []textEdit
+	for i, e := range f.Edits {
+		res := &fp.anchors[i]
+		pt, err := src.Locate(e.Anchor)
+		if err != nil {
+			res.record(src, err)
+			var nf *pysrc.NotFoundError
+			if !(e.Optional && errors.As(err, &nf)) {
+				p.fail(anchorFailure(p.Set, f.Path, e, err))
+			}
+			continue
+		}
+		res.Line = pt.Line
+		if pt.Stmt >= 0 {
+			res.Line = src.Stmts[pt.Stmt].Line
+		}
+		p.Anchors++
+		edits = append(edits, textEdit{Start: pt.Offset, End: pt.Offset, New: insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)})
+	}
+	for i, q := range f.Requires {
+		res := &fp.anchors[len(f.Edits)+i]
+		stmt, err := src.Find(q.Anchor)
+		if err != nil {
+			res.record(src, err)
+			p.fail(requireFailure(p.Set, f.Path, q, err))
+			continue
+		}
+		res.Line = src.Stmts[stmt].Line
+		p.Anchors++
+	}
+	fp.Edits = len(edits)
+	newData, err := applyEdits(orig, edits)
+	if err != nil {
+		panic(fmt.Sprintf("planning %s: %v", f.Path, err)) // Locate returns line starts within the file
+	}
+	fp.New = newData
+	switch {
+	case len(f.Edits) == 0 && !hadMarkers:
+		fp.State = Checked
+	case bytes.Equal(st.Data, newData):
+		fp.State = Patched
+	case hadMarkers:
+		fp.State = Outdated
+	default:
+		fp.State = Unpatched
+	}
+	return fp
+}
+
+// refuseFile marks a file the set cannot plan at all (a foreign file where
+// the set creates one, broken markers): problem is what the doctor shows,
+// summary and detail the set's failure.
+func (p *SetPlan) refuseFile(fp *FilePlan, f spec.File, summary, problem, detail string) {
+	fp.State = Modified
+	fp.problem, fp.detail = problemFile, problem
+	rng := f.Range
+	p.fail(ExitModified, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rng})
+}
+
+func requireFailure(set *spec.PatchSet, path string, q spec.Require, err error) (exit.Code, *hcl.Diagnostic) {
 	rng := q.Range
 	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
 	var amb *pysrc.AmbiguousError
 	if errors.As(err, &amb) {
 		d.Summary = "Required statement matches more than once"
 		d.Detail = fmt.Sprintf("Require %q of patch set %q, in %s: %v.", q.Name, set.Name, path, err)
-		return KindAmbiguous, d
+		return ExitAmbiguous, d
 	}
 	d.Summary = "Required statement not found"
 	d.Detail = fmt.Sprintf("Require %q of patch set %q: in %s there is %v. The set is for vLLMs that have this statement; this one does not, so another set (or your own, --patchset) has to fit it.",
 		q.Name, set.Name, path, err)
-	return KindMissing, d
+	return ExitMissing, d
 }
 
-func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (Kind, *hcl.Diagnostic) {
+func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (exit.Code, *hcl.Diagnostic) {
 	rng := e.Range
 	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
 	var amb *pysrc.AmbiguousError
@@ -187,16 +317,16 @@ func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (Kin
 	case errors.As(err, &amb):
 		d.Summary = "Anchor matches more than once"
 		d.Detail = fmt.Sprintf("Edit %q of patch set %q, in %s: %v.", e.Name, set.Name, path, err)
-		return KindAmbiguous, d
+		return ExitAmbiguous, d
 	case errors.As(err, &nf):
 		d.Summary = "Anchor not found"
 		d.Detail = fmt.Sprintf("Edit %q of patch set %q: in %s there is %v. This vLLM differs from the one the patch set was written for: run \"vllm-timings patchsets\" to see what each set covers, or adapt the anchor and pass your patch set with --patchset.",
 			e.Name, set.Name, path, err)
-		return KindMissing, d
+		return ExitMissing, d
 	default:
 		d.Summary = "Anchor cannot be used"
 		d.Detail = fmt.Sprintf("Edit %q of patch set %q, in %s: %v.", e.Name, set.Name, path, err)
-		return KindMissing, d
+		return ExitMissing, d
 	}
 }
 
@@ -217,7 +347,7 @@ func choose(lib *Library, snap snapshot) (*Selection, error) {
 		for _, s := range group {
 			p := planSet(s, snap)
 			sel.Candidates = append(sel.Candidates, p)
-			if p.Fits() {
+			if p.fits() {
 				fit = append(fit, p)
 			}
 		}
@@ -226,7 +356,7 @@ func choose(lib *Library, snap snapshot) (*Selection, error) {
 		}
 		for _, other := range fit[1:] {
 			if !samePlan(fit[0], other) {
-				return sel, errorf(KindDisagree, "patch sets %q and %q both fit this vLLM but would write different files. Remove one of them (--patchset), or make one's anchors specific to the version it was written for.", fit[0].Set.Name, other.Set.Name)
+				return sel, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q both fit this vLLM but would write different files", fit[0].Set.Name, other.Set.Name), Hint: "Remove one of them (--patchset), or make one's anchors specific to the version it was written for."}
 			}
 		}
 		sel.Chosen = fit[0]
@@ -261,7 +391,7 @@ func samePlan(a, b *SetPlan) bool {
 
 // noFitError explains why no patch set fits, with the failures of the
 // closest applicable set (the one with the fewest failures).
-func noFitError(lib *Library, inst *Install, sel *Selection) *Error {
+func noFitError(lib *Library, inst *Install, sel *Selection) *exit.Error {
 	var best *SetPlan
 	for _, c := range sel.Candidates {
 		if c.Applicable && (best == nil || len(c.Failures) < len(best.Failures)) {
@@ -279,11 +409,11 @@ func noFitError(lib *Library, inst *Install, sel *Selection) *Error {
 			}
 			need = append(need, fmt.Sprintf("  %s needs %s", c.Set.Name, strings.Join(files, ", ")))
 		}
-		return errorf(KindNotFound, "vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\" and \"vllm-timings doctor\").",
+		return errorf(ExitNotFound, "vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\" and \"vllm-timings doctor\").",
 			inst.Version, inst.Dir, strings.Join(need, "\n"))
 	}
-	msg := lib.Render(best.Failures)
+	msg := lib.render(best.Failures)
 	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d problems). Nothing was changed. Run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.",
 		inst.Version, inst.Dir, best.Set.Name, len(best.Failures))
-	return &Error{Kind: best.Kind, Msg: msg}
+	return &exit.Error{Code: best.Code, Msg: msg}
 }

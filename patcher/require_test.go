@@ -47,8 +47,8 @@ func TestRequireBlocks(t *testing.T) {
 			c = p
 		}
 	}
-	if c == nil || c.Fits() || len(c.Failures) != 1 || c.Kind != KindMissing {
-		t.Fatalf("candidate %+v, want one KindMissing failure", c)
+	if c == nil || c.fits() || len(c.Failures) != 1 || c.Code != ExitMissing {
+		t.Fatalf("candidate %+v, want one ExitMissing failure", c)
 	}
 	d := c.Failures[0]
 	for _, m := range []string{`Require "shape" of patch set "nofit"`, `no statement starting "response = ChatCompletionResponse(" without "usage=usage" in OpenAIServingChat.chat_completion_full_generator`} {

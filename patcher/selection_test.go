@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // TestSelectionByShape: on every fixture exactly one embedded set fits, the
@@ -24,7 +26,7 @@ func TestSelectionByShape(t *testing.T) {
 				t.Errorf("why = %q", s.Sel.Why)
 			}
 			for _, c := range s.Sel.Candidates {
-				if c.Set.Name != fx.set && c.Fits() {
+				if c.Set.Name != fx.set && c.fits() {
 					t.Errorf("set %s fits %s too; sets must be disjoint by shape", c.Set.Name, fx.name)
 				}
 			}
@@ -63,9 +65,9 @@ func TestNoSetFitsChangesNothing(t *testing.T) {
 		t.Fatalf("chose %s", s.Sel.Chosen.Set.Name)
 	}
 	_, err := s.Apply()
-	var pe *Error
-	if !errors.As(err, &pe) || pe.Kind != KindMissing {
-		t.Fatalf("apply: %v, want a KindMissing error", err)
+	var pe *exit.Error
+	if !errors.As(err, &pe) || pe.Code != ExitMissing {
+		t.Fatalf("apply: %v, want a ExitMissing error", err)
 	}
 	for _, m := range []string{"Required statement not found", "return RequestOutput(", "RequestState._new_request_output", "Nothing was changed", "vllm-timings doctor"} {
 		if !strings.Contains(pe.Msg, m) {

@@ -5,6 +5,8 @@ import (
 	"io"
 
 	udiff "github.com/aymanbagabas/go-udiff"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // Options are what every command that touches vLLM shares.
@@ -31,7 +33,7 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst, err := Find(o.Find)
+	inst, err := find(o.Find)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +97,7 @@ func (s *Session) revertChanges() ([]change, error) {
 		}
 		orig, had, err := strip(st.Data)
 		if err != nil {
-			return nil, errorf(KindModified, "%s: %v. Something other than vllm-timings edited this file, so revert will not guess; reinstall vLLM or restore the file. Nothing was changed.", rel, err)
+			return nil, &exit.Error{Code: ExitModified, Pos: rel, Msg: err.Error(), Hint: "Something other than vllm-timings edited this file, so revert will not guess; reinstall vLLM or restore the file. Nothing was changed."}
 		}
 		if had {
 			changes = append(changes, change{Rel: rel, Old: st.Data, New: orig, Exists: true, Mode: st.Mode})

@@ -2,14 +2,17 @@ package patcher
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
-// fileState is what the planner knows of one target file.
-type fileState struct {
+// fileSnapshot is what the planner knows of one target file.
+type fileSnapshot struct {
 	Exists bool
 	Data   []byte
 	Mode   fs.FileMode
@@ -17,7 +20,7 @@ type fileState struct {
 
 // snapshot is the content of every target file, read once. Planning works
 // on a snapshot only, so it is pure and can be tested without a disk.
-type snapshot map[string]fileState
+type snapshot map[string]fileSnapshot
 
 // readSnapshot reads the given paths (relative to inst.Root). A path that
 // resolves, through a symlink, to a place outside the vllm package is
@@ -25,7 +28,7 @@ type snapshot map[string]fileState
 func readSnapshot(inst *Install, rels []string) (snapshot, error) {
 	pkgReal, err := filepath.EvalSymlinks(inst.Dir)
 	if err != nil {
-		return nil, errorf(KindNotFound, "%s: %v", inst.Dir, err)
+		return nil, &exit.Error{Code: ExitNotFound, Pos: inst.Dir, Msg: err.Error(), Err: err}
 	}
 	snap := snapshot{}
 	for _, rel := range rels {
@@ -35,20 +38,20 @@ func readSnapshot(inst *Install, rels []string) (snapshot, error) {
 		}
 		st, err := os.Stat(abs)
 		if errors.Is(err, fs.ErrNotExist) {
-			snap[rel] = fileState{}
+			snap[rel] = fileSnapshot{}
 			continue
 		}
 		if err != nil {
-			return nil, errorf(KindFS, "%s: %v", rel, err)
+			return nil, &exit.Error{Code: ExitFS, Pos: rel, Msg: err.Error(), Err: err}
 		}
 		if !st.Mode().IsRegular() {
-			return nil, errorf(KindModified, "%s is not a regular file; remove it or fix the installation.", rel)
+			return nil, errorf(ExitModified, "%s is not a regular file; remove it or fix the installation.", rel)
 		}
 		b, err := os.ReadFile(abs)
 		if err != nil {
-			return nil, errorf(KindFS, "cannot read %s: %v", rel, err)
+			return nil, errorf(ExitFS, "cannot read %s: %v", rel, err)
 		}
-		snap[rel] = fileState{Exists: true, Data: b, Mode: st.Mode().Perm()}
+		snap[rel] = fileSnapshot{Exists: true, Data: b, Mode: st.Mode().Perm()}
 	}
 	return snap, nil
 }
@@ -69,10 +72,10 @@ func checkInside(pkgReal, pkg, abs, rel string) error {
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return errorf(KindFS, "%s: %v", rel, err)
+		return &exit.Error{Code: ExitFS, Pos: rel, Msg: err.Error(), Err: err}
 	}
 	if real != pkgReal && !strings.HasPrefix(real, pkgReal+string(filepath.Separator)) {
-		return errorf(KindFS, "refusing %s: it is a symlink that leads to %s, outside the vllm package %s. vllm-timings writes only inside the package; replace the link with a regular file.", rel, real, pkgReal)
+		return &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("refusing %s: it is a symlink that leads to %s, outside the vllm package %s", rel, real, pkgReal), Hint: "vllm-timings writes only inside the package; replace the link with a regular file."}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vllm-timings/vllm-timings/patcher"
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // --- doctor ---
@@ -18,7 +19,7 @@ type doctorOptions struct {
 	out      io.Writer
 }
 
-func newCmdDoctor(out io.Writer, runF func(*doctorOptions) error) *cobra.Command {
+func newCmdDoctor(out io.Writer) *cobra.Command {
 	o := &doctorOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -43,12 +44,7 @@ does.`,
   vllm-timings doctor --skeleton my-nightly.hcl && $EDITOR my-nightly.hcl
   vllm-timings apply --dry-run --patchset my-nightly.hcl`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return doctorRun(o)
-		},
+		RunE: func(*cobra.Command, []string) error { return doctorRun(o) },
 	}
 	o.register(cmd)
 	cmd.Flags().StringVar(&o.skeleton, "skeleton", "", "write the patch set to adapt to this file instead of printing it")
@@ -56,7 +52,7 @@ does.`,
 }
 
 func doctorRun(o *doctorOptions) error {
-	s, err := openSession(o.options())
+	s, err := patcher.Open(o.options())
 	if err != nil {
 		return err
 	}
@@ -65,13 +61,13 @@ func doctorRun(o *doctorOptions) error {
 	if d.Chosen != nil || len(d.Closest) == 0 {
 		return nil
 	}
-	skel, err := s.Skeleton(d.Closest[0])
+	skel, err := d.Skeleton(d.Closest[0])
 	if err != nil {
 		return err
 	}
 	if o.skeleton != "" {
 		if err := os.WriteFile(o.skeleton, skel, 0o644); err != nil {
-			return &patcher.Error{Kind: patcher.KindFS, Msg: fmt.Sprintf("cannot write the skeleton: %v", err)}
+			return &exit.Error{Code: patcher.ExitFS, Msg: fmt.Sprintf("cannot write the skeleton: %v", err), Err: err}
 		}
 		fmt.Fprintf(o.out, "\nWrote a patch set to adapt, from %q, to %s.\n", d.Closest[0].Set.Name, o.skeleton)
 		fmt.Fprintf(o.out, "Change the anchors its comments point at, then: vllm-timings apply --dry-run --patchset %s\n", o.skeleton)

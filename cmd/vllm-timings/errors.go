@@ -5,55 +5,58 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
-// exitCoder is implemented by errors that carry their own process exit code.
-// Packages define their codes next to their errors (see patcher.ExitCode and
-// the README's table); anything else exits 1.
-type exitCoder interface {
-	ExitCode() int
-}
-
-// usageError marks a command-line mistake (exit 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-func (usageError) ExitCode() int   { return 2 }
-
+// usageErrorf is a command-line mistake a command finds itself (exit 2).
 func usageErrorf(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
+	return exit.Errorf(exit.Usage, format, args...)
 }
 
-// reportError prints err and returns its exit code. Errors that already
-// printed themselves (diagnostics) implement silentError.
+// ranError is an error a command's RunE returned. Every other error
+// Execute returns is cobra's own: an unknown command or flag, a flag value
+// its Set refused, the wrong number of arguments. Cobra gives those no
+// type, so they are told apart by where they come from, not by their text.
+type ranError struct{ err error }
+
+func (e ranError) Error() string { return e.err.Error() }
+func (e ranError) Unwrap() error { return e.err }
+
+// markRunErrors wraps the RunE of c and of every command below it, so that
+// the errors they return are ranErrors.
+func markRunErrors(c *cobra.Command) {
+	if runE := c.RunE; runE != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := runE(cmd, args); err != nil {
+				return ranError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markRunErrors(sub)
+	}
+}
+
+// reportError prints err and returns its exit code: 2 for cobra's own
+// errors, an *exit.Error's code, and 1 for anything else.
 func reportError(stderr io.Writer, err error) int {
-	var s interface{ Silent() bool }
-	if !(errors.As(err, &s) && s.Silent()) {
-		msg := err.Error()
-		if !strings.HasPrefix(msg, "vllm-timings") {
-			msg = "vllm-timings: " + msg
-		}
-		fmt.Fprintln(stderr, msg)
-	}
-	var ec exitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	if isCobraUsage(err) {
-		return 2
-	}
-	return 1
-}
-
-// isCobraUsage recognises cobra's own argument and flag errors, which are
-// plain errors without a type.
-func isCobraUsage(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
+	if !strings.HasPrefix(msg, "vllm-timings") {
+		msg = "vllm-timings: " + msg
 	}
-	return false
+	fmt.Fprintln(stderr, msg)
+	var ran ranError
+	var e *exit.Error
+	switch {
+	case !errors.As(err, &ran):
+		return int(exit.Usage)
+	case errors.As(err, &e):
+		return int(e.Code)
+	default:
+		return int(exit.Internal)
+	}
 }

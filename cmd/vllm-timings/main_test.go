@@ -1,54 +1,169 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
+	"github.com/vllm-timings/vllm-timings/patcher/verify/verifytest"
 )
 
-var updateScripts = flag.Bool("u", false, "update testscript output files (cmp against files in the archive)")
+var update = flag.Bool("u", false, "rewrite what tests compare against: the cmp files in testdata/script/**/*.txtar and the README's exit-code tables")
+
+// binary is the name under which TestMain puts this test binary on the
+// scripts' $PATH, to run as the real vllm-timings. Scripts call it through
+// the vllm-timings command, which records the exit code; a program given
+// to testscript.Main would take precedence over a command of that name.
+const binary = "vllm-timings-binary"
+
+// testClock, set in the scripts' environment, makes verify's clock advance
+// exactly 100 ms a reading, so that its tables are the same on every run.
+const testClock = "VLLM_TIMINGS_TEST_CLOCK"
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"vllm-timings": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+		binary: func() {
+			if os.Getenv(testClock) != "" {
+				var now time.Time
+				verifyClock = func() time.Time {
+					now = now.Add(100 * time.Millisecond)
+					return now
+				}
+			}
+			os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		},
 	})
 }
 
-// TestScripts runs the end-to-end scripts in testdata/script: the real
-// binary (this test binary under the name vllm-timings) on fixture trees.
+// TestScripts runs the end-to-end scripts in testdata/script and in each
+// folder below it: the real binary on fixture trees (patcher commands),
+// on fake servers (verify) and on flags alone (nix). When a cmp fails
+// after an intended change, the failure names the command that rewrites
+// the expected files.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
-		UpdateScripts:       *updateScripts,
+	const dir = "testdata/script"
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("if the new output is intended, rewrite the cmp files with: go test ./cmd/vllm-timings -run TestScripts -u")
+		}
+	})
+	testscript.Run(t, scriptParams(dir))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			t.Run(e.Name(), func(t *testing.T) {
+				t.Parallel()
+				testscript.Run(t, scriptParams(filepath.Join(dir, e.Name())))
+			})
+		}
+	}
+}
+
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			// Scripts find nothing but what they set up.
 			env.Setenv("VLLM_DIR", "")
 			env.Setenv("VIRTUAL_ENV", "")
+			env.Setenv(testClock, "1")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			// unpack-tree NAME DIR: write the fixture tree NAME into DIR.
-			"unpack-tree": func(ts *testscript.TestScript, neg bool, args []string) {
-				if len(args) != 2 {
-					ts.Fatalf("usage: unpack-tree NAME DIR")
-				}
-				ts.Check(testtree.Unpack(args[0], ts.MkAbs(args[1])))
-			},
-			// treehash DIR: print a digest of every file below DIR.
-			"treehash": func(ts *testscript.TestScript, neg bool, args []string) {
-				if len(args) != 1 {
-					ts.Fatalf("usage: treehash DIR")
-				}
-				h, err := testtree.Hash(ts.MkAbs(args[0]))
-				ts.Check(err)
-				fmt.Fprintln(ts.Stdout(), h)
-			},
+			"vllm-timings": cmdVllmTimings,
+			"exitcode":     cmdExitCode,
+			"unpack-tree":  cmdUnpackTree,
+			"treehash":     cmdTreehash,
+			"fakeserver":   cmdFakeServer,
 		},
-	})
+	}
+}
+
+// vllm-timings ARGS... runs the binary in the script's directory and
+// environment and records its exit code; "! vllm-timings" expects a
+// failure, which exitcode N then pins down.
+func cmdVllmTimings(ts *testscript.TestScript, neg bool, args []string) {
+	code := 0
+	if err := ts.Exec(binary, args...); err != nil {
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
+			ts.Fatalf("running vllm-timings: %v", err)
+		}
+		code = exitErr.ExitCode()
+	}
+	ts.Setenv("EXITCODE", strconv.Itoa(code))
+	switch {
+	case neg && code == 0:
+		ts.Fatalf("vllm-timings succeeded, want a failure")
+	case !neg && code != 0:
+		ts.Fatalf("vllm-timings exited %d", code)
+	}
+}
+
+// exitcode N checks that the last vllm-timings exited with N.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: exitcode N")
+	}
+	if got := ts.Getenv("EXITCODE"); got != args[0] {
+		ts.Fatalf("last vllm-timings exit code is %s, want %s", got, args[0])
+	}
+}
+
+// unpack-tree NAME DIR writes the fixture tree NAME into DIR.
+func cmdUnpackTree(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: unpack-tree NAME DIR")
+	}
+	ts.Check(testtree.Unpack(args[0], ts.MkAbs(args[1])))
+}
+
+// treehash DIR prints a digest of every file below DIR.
+func cmdTreehash(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: treehash DIR")
+	}
+	h, err := testtree.Hash(ts.MkAbs(args[0]))
+	ts.Check(err)
+	fmt.Fprintln(ts.Stdout(), h)
+}
+
+// fakeserver SCENARIO [VAR] starts a verifytest server on 127.0.0.1 and sets
+// $VAR (default URL) to its URL; it stops when the script ends. The scenario
+// "down" sets the URL of a port nothing listens on.
+func cmdFakeServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: fakeserver SCENARIO [VAR]")
+	}
+	name := "URL"
+	if len(args) == 2 {
+		name = args[1]
+	}
+	if args[0] == "down" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ts.Check(err)
+		addr := ln.Addr().String()
+		ts.Check(ln.Close())
+		ts.Setenv(name, "http://"+addr)
+		return
+	}
+	srv, err := verifytest.NewServer(args[0])
+	ts.Check(err)
+	ts.Defer(srv.Close)
+	ts.Setenv(name, srv.URL)
 }

@@ -25,13 +25,10 @@ type nixModelOptions struct {
 	Macros []string // NAME=VALUE
 }
 
-// newCmdNix builds "vllm-timings nix" and its subcommands. The run
-// functions are parameters so that tests can check flag parsing alone;
-// nil means the real ones.
-func newCmdNix(fragmentsRun func(*nixOptions) error, modelRun func(*nixModelOptions) error) *cobra.Command {
-	if fragmentsRun == nil {
-		fragmentsRun = nixFragmentsRun
-	}
+// newCmdNix builds "vllm-timings nix" and its subcommands. modelRun is a
+// parameter so that TestNixFlags can check flag parsing alone; nil means
+// the real one.
+func newCmdNix(modelRun func(*nixModelOptions) error) *cobra.Command {
 	if modelRun == nil {
 		modelRun = nixModelRun
 	}
@@ -48,13 +45,17 @@ dockerArgs for the docker run line and cmdPrefix for the -c "..." string,
 before exec vllm serve. "nix model" prints a whole model entry.
 
 Input that cannot pass through every layer unchanged is refused with an
-error saying what to change, and an exit code from 10 to 19 or 50 to 54.`,
+error saying what to change, and its own exit code.
+
+Exit codes:
+` + nixgen.ExitCodes.Text(),
 		Args: cobra.NoArgs,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&opts.Binary, "binary", "", "host `path` of the vllm-timings binary, e.g. a /nix/store path (required)")
 	f.StringVar(&opts.Mount, "mount", nixgen.DefaultMount, "container `path` to mount the binary at")
-	f.StringVar(&opts.OnFailure, "on-failure", "warn", "what apply does when patching fails: warn (vLLM starts without timings) or abort")
+	opts.OnFailure = "warn"
+	f.Var((*onFailure)(&opts.OnFailure), "on-failure", "what apply does when patching fails: warn (vLLM starts without timings) or abort")
 	f.StringArrayVar(&opts.Patchsets, "patchset", nil, "host `path` of an extra patch set; mounted read-only and passed to apply (repeatable)")
 	f.StringVar(&opts.Format, "format", "nix", "output format: nix or json (nix model also: nix-function)")
 
@@ -88,7 +89,7 @@ error saying what to change, and an exit code from 10 to 19 or 50 to 54.`,
 			if err := common(c, args); err != nil {
 				return err
 			}
-			return fragmentsRun(opts)
+			return nixFragmentsRun(opts)
 		},
 	}
 

@@ -18,7 +18,7 @@ import (
 // the run functions stubbed out.
 func TestNixFlags(t *testing.T) {
 	var got *nixModelOptions
-	cmd := newCmdNix(nil, func(o *nixModelOptions) error { got = o; return nil })
+	cmd := newCmdNix(func(o *nixModelOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"model", "qwen-vllm", "--binary", "/b", "--mount", "/m", "--on-failure", "abort",
 		"--patchset", "/p/1,2.hcl", "--patchset", "/p/3.hcl", "--image", "img", "--docker", "podman",
 		"--docker-arg=--gpus=all", "--docker-arg", "--ipc=host", "--env", "A=1,2", "--env", "B=x=y", "--env", "C",

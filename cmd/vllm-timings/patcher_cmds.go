@@ -11,25 +11,6 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher"
 )
 
-// vllmFlags are the flags every command that touches vLLM shares.
-type vllmFlags struct {
-	vllmDir   string
-	patchsets []string
-}
-
-func (f *vllmFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.vllmDir, "vllm-dir", "", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
-	cmd.Flags().StringArrayVar(&f.patchsets, "patchset", nil, "an extra patch set (.hcl), tried before the embedded ones; repeatable")
-}
-
-func (f *vllmFlags) options() patcher.Options {
-	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir}, PatchSets: f.patchsets}
-}
-
-// openSession is patcher.Open; commands call it through their options so
-// tests can see what a command would open.
-var openSession = patcher.Open
-
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "vllm-timings: "+format+"\n", args...)
 }
@@ -41,24 +22,16 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-func exitCodeTable() string {
-	var b strings.Builder
-	for _, c := range patcher.ExitCodes {
-		fmt.Fprintf(&b, "  %d  %s\n", c.Code, c.Meaning)
-	}
-	return b.String()
-}
-
 // --- apply ---
 
 type applyOptions struct {
 	vllmFlags
-	onFailure string
+	onFailure onFailure
 	dryRun    bool
 	out, err  io.Writer
 }
 
-func newCmdApply(out, errw io.Writer, runF func(*applyOptions) error) *cobra.Command {
+func newCmdApply(out, errw io.Writer) *cobra.Command {
 	o := &applyOptions{out: out, err: errw}
 	cmd := &cobra.Command{
 		Use:   "apply",
@@ -72,7 +45,7 @@ anchors all match the installed files, plans every edit in memory and then
 writes all files or none. Running it again on a patched tree writes nothing.
 
 Exit codes:
-` + exitCodeTable(),
+` + patcher.ExitCodes.Text(),
 		Example: `  # In the container, before the server starts:
   /patches/vllm-timings apply --on-failure warn && exec vllm serve ...
 
@@ -82,18 +55,11 @@ Exit codes:
   # Use your own patch set for a vLLM no embedded set fits:
   vllm-timings apply --patchset ./my-nightly.hcl`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.onFailure != "abort" && o.onFailure != "warn" {
-				return usageErrorf("--on-failure %q: use abort or warn", o.onFailure)
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return applyRun(o)
-		},
+		RunE: func(*cobra.Command, []string) error { return applyRun(o) },
 	}
 	o.register(cmd)
-	cmd.Flags().StringVar(&o.onFailure, "on-failure", "abort", "abort: exit non-zero on any problem; warn: print it and exit 0 with nothing changed, so vLLM starts without timings")
+	o.onFailure = "abort"
+	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem; warn: print it and exit 0 with nothing changed, so vLLM starts without timings")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
 	return cmd
 }
@@ -109,7 +75,7 @@ func applyRun(o *applyOptions) error {
 }
 
 func applyDo(o *applyOptions) error {
-	s, err := openSession(o.options())
+	s, err := patcher.Open(o.options())
 	if err != nil {
 		return err
 	}
@@ -156,7 +122,7 @@ type statusOptions struct {
 	out  io.Writer
 }
 
-func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command {
+func newCmdStatus(out io.Writer) *cobra.Command {
 	o := &statusOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -171,12 +137,7 @@ func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command
 		Example: `  vllm-timings status --vllm-dir /usr/local/lib/python3.12/dist-packages/vllm
   vllm-timings status --json | jq -r .state`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return statusRun(o)
-		},
+		RunE: func(*cobra.Command, []string) error { return statusRun(o) },
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.json, "json", false, "print a JSON object for scripts")
@@ -184,7 +145,7 @@ func newCmdStatus(out io.Writer, runF func(*statusOptions) error) *cobra.Command
 }
 
 func statusRun(o *statusOptions) error {
-	s, err := openSession(o.options())
+	s, err := patcher.Open(o.options())
 	if err != nil {
 		return err
 	}
@@ -216,7 +177,7 @@ type revertOptions struct {
 	out    io.Writer
 }
 
-func newCmdRevert(out io.Writer, runF func(*revertOptions) error) *cobra.Command {
+func newCmdRevert(out io.Writer) *cobra.Command {
 	o := &revertOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "revert",
@@ -226,12 +187,7 @@ the files it created. It works whichever version of vllm-timings patched
 the tree, and writes all files or none.`,
 		Example: `  vllm-timings revert --vllm-dir ./venv/lib/python3.12/site-packages`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return revertRun(o)
-		},
+		RunE:    func(*cobra.Command, []string) error { return revertRun(o) },
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report, write nothing")
@@ -239,7 +195,7 @@ the tree, and writes all files or none.`,
 }
 
 func revertRun(o *revertOptions) error {
-	s, err := openSession(o.options())
+	s, err := patcher.Open(o.options())
 	if err != nil {
 		return err
 	}
@@ -268,7 +224,7 @@ type diffOptions struct {
 	out io.Writer
 }
 
-func newCmdDiff(out io.Writer, runF func(*diffOptions) error) *cobra.Command {
+func newCmdDiff(out io.Writer) *cobra.Command {
 	o := &diffOptions{out: out}
 	cmd := &cobra.Command{
 		Use:   "diff",
@@ -281,10 +237,7 @@ already patched.`,
   cd ./site-packages && git apply ../timings.patch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			s, err := openSession(o.options())
+			s, err := patcher.Open(o.options())
 			if err != nil {
 				return err
 			}

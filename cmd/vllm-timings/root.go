@@ -9,8 +9,9 @@ import (
 // version is set at link time: -ldflags "-X main.version=1.2.3".
 var version = "dev"
 
-// newRootCmd builds the command tree. Each subcommand lives in its own file
-// with a newCmdX constructor and is added here.
+// newRootCmd builds the command tree: a newCmdX constructor for each
+// command, in the file of its group (patcher_cmds.go, doctor.go, nix.go,
+// verify.go).
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "vllm-timings",
@@ -21,23 +22,26 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 
-	// Subcommands, one constructor per file. Keep one per line: branches
-	// that add commands then merge without conflicts.
+	// Keep one command per line: branches that add commands then merge
+	// without conflicts.
 	root.AddCommand(
 		// patcher commands
-		newCmdApply(stdout, stderr, nil),
-		newCmdStatus(stdout, nil),
-		newCmdRevert(stdout, nil),
-		newCmdDiff(stdout, nil),
+		newCmdApply(stdout, stderr),
+		newCmdStatus(stdout),
+		newCmdRevert(stdout),
+		newCmdDiff(stdout),
 		newCmdPatchsets(stdout),
-		newCmdDoctor(stdout, nil),
+		newCmdDoctor(stdout),
 		// nixgen commands
-		newCmdNix(nil, nil),
+		newCmdNix(nil),
 		// verify commands
 		newCmdVerify(),
 	)
+	// Cobra would add these in Execute; added now, markRunErrors sees them.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	markRunErrors(root)
 	return root
 }
 

@@ -24,9 +24,8 @@ not, and one prompt twice so a prefix cache can show in cache_n. It checks the
 timings of every response against usage, against themselves and against the time
 it waited, prints a table, and exits 0 only if every check passed.
 
-Exit codes: 20 a check failed, 21 server unreachable, 22 HTTP error, 23 auth
-failure (401/403), 24 timeout, 25 body not JSON, 26 connection broke mid-response,
-27 no model listed (pass --model), 2 usage.`,
+Exit codes:
+` + verify.ExitCodes.Text(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.URL == "" {

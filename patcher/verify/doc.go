@@ -92,7 +92,7 @@
 // # Failures to get an answer
 //
 // These stop the run at once, since the checks cannot mean anything
-// without answers; each has its own exit code (see the Exit* constants):
+// without answers; each has its own exit code (see ExitCodes):
 // server unreachable 21, HTTP error 22 (also an "error" event inside a
 // stream, vLLM's way of failing after the 200 status), 401/403 23, timeout (per request,
 // --timeout) 24, a body or data: line that is not JSON 25, a connection

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // DefaultTimeout bounds each request. It is long because the first request
@@ -122,12 +124,12 @@ type Report struct {
 	Passed  bool      `json:"passed"`
 	// Error and ExitCode are set when the run stopped before all requests
 	// were answered.
-	Error    string `json:"error,omitempty"`
-	ExitCode int    `json:"exit_code"`
+	Error    string    `json:"error,omitempty"`
+	ExitCode exit.Code `json:"exit_code"`
 }
 
 // Run sends the requests, checks every answer and prints the report. It
-// returns nil only if every check passed; otherwise an *Error whose ExitCode
+// returns nil only if every check passed; otherwise an *exit.Error whose Code
 // says what went wrong.
 func Run(ctx context.Context, o Options) error {
 	if o.Stdout == nil {
@@ -173,7 +175,7 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{URL: base, Model: o.Model}
 	fail := func(err error) (*Report, error) {
 		rep.Error = err.Error()
-		if e, ok := err.(*Error); ok {
+		if e, ok := err.(*exit.Error); ok {
 			rep.ExitCode = e.Code
 		} else {
 			rep.ExitCode = 1

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/verify"
 	"github.com/vllm-timings/vllm-timings/patcher/verify/verifytest"
 )
@@ -55,13 +56,13 @@ func startScenario(t *testing.T, name string) *httptest.Server {
 	return srv
 }
 
-func exitCode(err error) int {
+func exitCode(err error) exit.Code {
 	if err == nil {
 		return 0
 	}
-	var e *verify.Error
+	var e *exit.Error
 	if errors.As(err, &e) {
-		return e.ExitCode()
+		return e.Code
 	}
 	return -1
 }
@@ -126,7 +127,7 @@ func expand(check string, reqs ...string) []string {
 func TestScenarios(t *testing.T) {
 	tests := []struct {
 		scenario string
-		code     int
+		code     exit.Code
 		want     []string // "request: check", sorted
 		notes    []string
 	}{
@@ -365,7 +366,7 @@ func TestJSONReport(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out.String())
 	}
-	if rep.Passed || rep.ExitCode != verify.ExitChecksFailed || len(rep.Results) != 6 {
+	if rep.Passed || rep.ExitCode != int(verify.ExitChecksFailed) || len(rep.Results) != 6 {
 		t.Fatalf("passed=%v exit_code=%d results=%d", rep.Passed, rep.ExitCode, len(rep.Results))
 	}
 	r := rep.Results[0]

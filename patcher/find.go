@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // Install is a vLLM package found on disk.
@@ -39,11 +41,11 @@ var wellKnown = []string{
 	"usr/lib64/python3*/site-packages",
 }
 
-// Find locates the vLLM package without importing it: the --vllm-dir flag,
+// find locates the vLLM package without importing it: the --vllm-dir flag,
 // then $VLLM_DIR, then $VIRTUAL_ENV and well-known install paths, and last
 // python3's importlib.util.find_spec("vllm"), which finds the package
 // without running it.
-func Find(o FindOptions) (*Install, error) {
+func find(o FindOptions) (*Install, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -86,7 +88,7 @@ func Find(o FindOptions) (*Install, error) {
 		}
 		tried = append(tried, py+` -c 'importlib.util.find_spec("vllm")'`)
 	}
-	return nil, errorf(KindNotFound, "vLLM not found. Looked in:\n  %s\nPass --vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
+	return nil, errorf(ExitNotFound, "vLLM not found. Looked in:\n  %s\nPass --vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
 		strings.Join(tried, "\n  "))
 }
 
@@ -100,17 +102,17 @@ func isPackage(dir string) bool {
 func fromDir(dir, via string) (*Install, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, errorf(KindNotFound, "%s %s: %v", via, dir, err)
+		return nil, &exit.Error{Code: ExitNotFound, Pos: via + " " + dir, Msg: err.Error(), Err: err}
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return nil, errorf(KindNotFound, "%s %s: no such directory. Pass the vllm package directory (it holds __init__.py and entrypoints/) or the site-packages directory above it.", via, dir)
+		return nil, &exit.Error{Code: ExitNotFound, Pos: via + " " + dir, Msg: "no such directory", Hint: "Pass the vllm package directory (it holds __init__.py and entrypoints/) or the site-packages directory above it."}
 	}
 	pkg := abs
 	if filepath.Base(abs) != "vllm" || !isPackage(abs) {
 		if isPackage(filepath.Join(abs, "vllm")) {
 			pkg = filepath.Join(abs, "vllm")
 		} else if filepath.Base(abs) != "vllm" {
-			return nil, errorf(KindNotFound, "%s %s: not a vllm package (no vllm/__init__.py inside, and the directory is not named vllm). Pass the vllm package directory or the site-packages directory above it.", via, dir)
+			return nil, &exit.Error{Code: ExitNotFound, Pos: via + " " + dir, Msg: "not a vllm package (no vllm/__init__.py inside, and the directory is not named vllm)", Hint: "Pass the vllm package directory or the site-packages directory above it."}
 		}
 	}
 	return &Install{Dir: pkg, Root: filepath.Dir(pkg), Version: readVersion(pkg), Via: via}, nil

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // change is one file write or removal at the edge of the program.
@@ -83,7 +85,7 @@ func commit(root string, changes []change) error {
 			}
 			rollback := rollBack(root, done)
 			cleanup()
-			return errorf(KindFS, "writing %s failed: %v; %s", s.Rel, err, rollback)
+			return errorf(ExitFS, "writing %s failed: %v; %s", s.Rel, err, rollback)
 		}
 		st[i].tmp = ""
 	}
@@ -123,12 +125,12 @@ func probeWritable(dir string) error {
 	return os.Remove(f.Name())
 }
 
-func fsError(rel string, err error) *Error {
+func fsError(rel string, err error) *exit.Error {
 	hint := "Check that the vllm package directory exists and is writable by this user."
 	if errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "read-only") {
 		hint = "The vllm package is read-only here. Run vllm-timings where the package is writable (inside the container, before exec vllm serve, as the image's user), or use --on-failure warn to start without timings."
 	}
-	return errorf(KindFS, "cannot write %s: %v. %s Nothing was changed.", rel, err, hint)
+	return &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot write %s: %v", rel, err), Hint: hint + " Nothing was changed.", Err: err}
 }
 
 // dropPycache removes compiled copies of a changed module, so Python never

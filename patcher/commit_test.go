@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // TestCommitRollsBack makes the second rename fail (its target is a
@@ -22,9 +24,9 @@ func TestCommitRollsBack(t *testing.T) {
 		{Rel: "new.py", New: []byte("created\n"), Mode: 0o644},
 		{Rel: "b.py", Old: []byte("old b\n"), New: []byte("new b\n"), Mode: 0o644, Exists: true},
 	})
-	var pe *Error
-	if !errors.As(err, &pe) || pe.Kind != KindFS || !strings.Contains(pe.Msg, "restored") {
-		t.Fatalf("got %v, want a KindFS error saying the files were restored", err)
+	var pe *exit.Error
+	if !errors.As(err, &pe) || pe.Code != ExitFS || !strings.Contains(pe.Msg, "restored") {
+		t.Fatalf("got %v, want a ExitFS error saying the files were restored", err)
 	}
 	if got := readFile(t, filepath.Join(root, "a.py")); got != "old a\n" {
 		t.Errorf("a.py = %q after rollback", got)

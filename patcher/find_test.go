@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 func mkpkg(t *testing.T, dir, version string) string {
@@ -53,7 +55,7 @@ func TestFindOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inst, err := Find(tt.o)
+			inst, err := find(tt.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +71,7 @@ func TestFindWithPythonDoesNotImport(t *testing.T) {
 	site := t.TempDir()
 	pkg := mkpkg(t, site, "0.33.0")
 	t.Setenv("PYTHONPATH", site)
-	inst, err := Find(FindOptions{Getenv: func(string) string { return "" }, Root: t.TempDir()})
+	inst, err := find(FindOptions{Getenv: func(string) string { return "" }, Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,17 +85,17 @@ func TestFindWithPythonDoesNotImport(t *testing.T) {
 
 func TestFindErrors(t *testing.T) {
 	none := func(string) string { return "" }
-	var pe *Error
-	_, err := Find(FindOptions{Getenv: none, Root: t.TempDir(), Python: "-"})
-	if !errors.As(err, &pe) || pe.Kind != KindNotFound {
+	var pe *exit.Error
+	_, err := find(FindOptions{Getenv: none, Root: t.TempDir(), Python: "-"})
+	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
 		t.Fatalf("nothing installed: %v", err)
 	}
-	_, err = Find(FindOptions{Dir: filepath.Join(t.TempDir(), "nope"), Getenv: none})
-	if !errors.As(err, &pe) || pe.Kind != KindNotFound {
+	_, err = find(FindOptions{Dir: filepath.Join(t.TempDir(), "nope"), Getenv: none})
+	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
 		t.Fatalf("missing --vllm-dir: %v", err)
 	}
-	_, err = Find(FindOptions{Dir: t.TempDir(), Getenv: none})
-	if !errors.As(err, &pe) || pe.Kind != KindNotFound {
+	_, err = find(FindOptions{Dir: t.TempDir(), Getenv: none})
+	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
 		t.Fatalf("--vllm-dir without vllm: %v", err)
 	}
 }

@@ -1,8 +1,6 @@
 package patcher
 
 import (
-	"github.com/vllm-timings/vllm-timings/patcher/testtree"
-
 	"bytes"
 	"errors"
 	"os"
@@ -10,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/patchsets"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 // newNightly is the raw-stream fixture as a vLLM nobody has seen: the
@@ -41,8 +41,8 @@ func TestDoctorReport(t *testing.T) {
 		t.Fatalf("chosen %v, closest %v", d.Chosen, d.Closest)
 	}
 	c := d.Closest[0]
-	if c.Matched != 9 || c.Total != 12 || c.Problems() != 3 {
-		t.Errorf("matched %d of %d, %d problems; want 9 of 12, 3", c.Matched, c.Total, c.Problems())
+	if c.matched() != 9 || c.total() != 12 || c.problems() != 3 {
+		t.Errorf("matched %d of %d, %d problems; want 9 of 12, 3", c.matched(), c.total(), c.problems())
 	}
 	var report bytes.Buffer
 	d.WriteReport(&report)
@@ -73,7 +73,7 @@ func TestDoctorSkeleton(t *testing.T) {
 	site := newNightly(t)
 	s := open(t, site)
 	d := s.Diagnose()
-	skel, err := s.Skeleton(d.Closest[0])
+	skel, err := d.Skeleton(d.Closest[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestDoctorMovedFile(t *testing.T) {
 	if !strings.Contains(report.String(), chatServing+": does not exist in this vLLM; the classes its anchors name are in vllm/entrypoints/openai/chat_completion/api.py") {
 		t.Errorf("report:\n%s", report.String())
 	}
-	skel, err := s.Skeleton(d.Closest[0])
+	skel, err := d.Skeleton(d.Closest[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestDoctorWhenASetFits(t *testing.T) {
 	for _, fx := range fixtures {
 		s := open(t, fixture(t, fx.name))
 		d := s.Diagnose()
-		if d.Chosen == nil || d.Chosen.Set.Name != fx.set || d.Chosen.Problems() != 0 || d.Chosen.Matched != d.Chosen.Total {
+		if d.Chosen == nil || d.Chosen.Set.Name != fx.set || d.Chosen.problems() != 0 || d.Chosen.matched() != d.Chosen.total() {
 			t.Errorf("%s: chosen %+v", fx.name, d.Chosen)
 		}
 		var report bytes.Buffer
@@ -191,14 +191,14 @@ func TestDoctorEveryAnchorOutcome(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", m, out)
 		}
 	}
-	skel, err := s.Skeleton(d.Closest[0])
+	skel, err := d.Skeleton(d.Closest[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, diags := spec.Parse("skeleton.hcl", skel, spec.Assets{Builtin: patchsets.FS}); diags.HasErrors() {
 		t.Fatalf("skeleton does not parse: %s", diags.Error())
 	}
-	var pe *Error
+	var pe *exit.Error
 	if _, err := s.Apply(); !errors.As(err, &pe) {
 		t.Errorf("apply: %v", err)
 	}

@@ -1,0 +1,115 @@
+// Package exit is the one error shape of vllm-timings, and the tables that
+// document its exit codes.
+//
+// Every failure a user can act on is an *Error: a process exit code, a
+// message, and optionally where in the input the problem is (a file and
+// line, or a flag and its value) and what to do about it. The command
+// prints Error() and exits with Code.
+//
+// Each package that fails this way (patcher, nixgen, patcher/verify)
+// declares its codes in one Table, one line a code:
+//
+//	ExitMissing = ExitCodes.Add(5, "an anchor matched nothing in the target file")
+//
+// The command's --help prints that table and so does the README, and a
+// test keeps the README equal to it. 0, 1 and 2 are shared (OK, Internal,
+// Usage); the others belong to one package each, in the ranges the
+// developers' guide allocates (patcher 3-9, nixgen 10-19 and 50-54,
+// verify 20-29, ...), and a test refuses a code two packages claim.
+package exit
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Code is a process exit code.
+type Code int
+
+// The codes every command shares.
+const (
+	OK       Code = 0 // success
+	Internal Code = 1 // a bug or an unexpected I/O error: anything that is not an *Error
+	Usage    Code = 2 // a command-line mistake
+)
+
+// Error is a failure with its exit code and a message meant for the user.
+// It reads "Pos: Msg. Hint", without the parts that are empty.
+type Error struct {
+	Code Code
+	Pos  string // where in the input, optional: `--mount "x"`, "bad.hcl:5"
+	Msg  string // what is wrong; may span several lines (rendered diagnostics)
+	Hint string // what to do instead, optional; full sentences
+	Err  error  // the underlying cause, optional
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Pos != "" {
+		b.WriteString(e.Pos + ": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Hint != "" {
+		b.WriteString(". " + e.Hint)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf is an *Error with a formatted message and no position or hint.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Entry is one row of a Table.
+type Entry struct {
+	Code    Code
+	Meaning string // one line; may use Markdown `code` spans
+}
+
+// Table is the list of a package's exit codes, in the order help texts
+// and the README show them.
+type Table struct {
+	entries []Entry
+}
+
+// Add appends a code with its meaning and returns the code, so that a
+// package declares each code and documents it in one line. A code added
+// twice is a bug, and panics when the package initialises.
+func (t *Table) Add(code Code, meaning string) Code {
+	for _, e := range t.entries {
+		if e.Code == code {
+			panic(fmt.Sprintf("exit code %d added twice: %q and %q", code, e.Meaning, meaning))
+		}
+	}
+	t.entries = append(t.entries, Entry{code, meaning})
+	return code
+}
+
+// Entries returns the rows of the table.
+func (t *Table) Entries() []Entry { return append([]Entry(nil), t.entries...) }
+
+// Text renders the table for a --help text: "  5  meaning" a line, the
+// codes aligned on the right.
+func (t *Table) Text() string {
+	width := 1
+	for _, e := range t.entries {
+		width = max(width, len(fmt.Sprint(e.Code)))
+	}
+	var b strings.Builder
+	for _, e := range t.entries {
+		fmt.Fprintf(&b, "  %*d  %s\n", width, e.Code, e.Meaning)
+	}
+	return b.String()
+}
+
+// Markdown renders the table as the README shows it.
+func (t *Table) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| code | meaning |\n| --- | --- |\n")
+	for _, e := range t.entries {
+		fmt.Fprintf(&b, "| %d | %s |\n", e.Code, e.Meaning)
+	}
+	return b.String()
+}
