@@ -34,6 +34,32 @@
         vllm-timings = final.callPackage ./modules/package.nix { };
       };
 
+      # For configurations that do not use the NixOS module, e.g. a llama-swap
+      # config.nix of one's own:
+      #   vt = vllm-timings.lib.fragments { binary = lib.getExe vllm-timings.packages.${system}.default; };
+      #   models.qwen = vt.mkModel { image = "..."; serveArgs = [ ... (vt.raw "...") ]; };
+      # The arguments and results are listed at the top of the file.
+      lib.fragments = import ./modules/nixos/fragments.nix;
+
+      # nixpkgs' vllm patched at build time (see modules/vllm.nix):
+      #   vllm-timings.lib.patchVllm { vllm = pkgs.python3Packages.vllm; vllm-timings = ...; }
+      lib.patchVllm = import ./modules/vllm.nix { inherit lib; };
+
+      # Every python3Packages.vllm (and so pkgs.vllm) patched at build time,
+      # with the vllm-timings that overlays.default adds, or this flake's.
+      overlays.vllm = final: prev: {
+        pythonPackagesExtensions = (prev.pythonPackagesExtensions or [ ]) ++ [
+          (_pyfinal: pyprev: {
+            vllm = self.lib.patchVllm {
+              inherit (pyprev) vllm;
+              # It runs in the build, so it is built for the build machine.
+              vllm-timings =
+                final.buildPackages.vllm-timings or (final.buildPackages.callPackage ./modules/package.nix { });
+            };
+          })
+        ];
+      };
+
       # An attribute set, not a path, so that older Nix accepts it too.
       nixosModules.default = import ./modules/nixos;
 

@@ -1,8 +1,6 @@
 package modules
 
 import (
-	"github.com/vllm-timings/vllm-timings/patcher/testtree"
-
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -14,23 +12,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
 )
 
 var update = flag.Bool("update", false, "rewrite nixos/tests/expected.json from the module's evaluation")
 
-const libEnv = "VLLM_TIMINGS_NIXPKGS_LIB"
-
-// nixInstantiate returns the path of nix-instantiate, or skips the test (fails
-// it under CI=true, where .ci/run installs nix-bin).
-func nixInstantiate(t *testing.T) string {
-	t.Helper()
-	return testtree.RequireTool(t, "nix-instantiate")
-}
-
 // TestNixFilesParse runs `nix-instantiate --parse` on every .nix file in the
 // repository.
 func TestNixFilesParse(t *testing.T) {
-	nix := nixInstantiate(t)
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -62,53 +52,29 @@ func TestNixFilesParse(t *testing.T) {
 			t.Errorf("%s was not found: the walk missed the repository root?", want)
 		}
 	}
-	for _, f := range files {
-		rel, _ := filepath.Rel(root, f)
-		t.Run(rel, func(t *testing.T) {
-			out, err := exec.Command(nix, "--parse", f).CombinedOutput()
-			if err != nil {
-				t.Errorf("nix-instantiate --parse %s: %v\n%s", rel, err, out)
-			}
-		})
+	// One call for all: nix-instantiate names the file it cannot parse.
+	if r := nixtest.Run(t, root, append([]string{"--parse"}, files...)...); !r.OK {
+		t.Errorf("nix-instantiate --parse: %s", r.Stderr)
 	}
 }
 
-// nixpkgsLib returns the lib directory named by VLLM_TIMINGS_NIXPKGS_LIB (a
-// nixpkgs checkout or its lib/ directory), or skips the test.
-func nixpkgsLib(t *testing.T) string {
+// evalJSON evaluates expr (a function of libPath) with nixpkgs' lib and
+// decodes its JSON.
+func evalJSON(t *testing.T, expr string, v any) []byte {
 	t.Helper()
-	dir := os.Getenv(libEnv)
-	if dir == "" {
-		t.Skipf("SKIPPED: %s is not set, so the NixOS module was NOT evaluated. Point it at a nixpkgs or nix-community/nixpkgs.lib checkout to run this test.", libEnv)
-	}
-	dir, err := filepath.Abs(dir)
+	lib := nixtest.NixpkgsLib(t)
+	here, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{filepath.Join(dir, "lib"), dir} {
-		if _, err := os.Stat(filepath.Join(d, "modules.nix")); err == nil {
-			return d
-		}
+	r := nixtest.Run(t, here, "--eval", "--strict", "--json", "--argstr", "libPath", lib, "--expr", expr)
+	if !r.OK {
+		t.Fatalf("nix-instantiate --eval: %s", r.Stderr)
 	}
-	t.Fatalf("%s=%s holds neither lib/modules.nix nor modules.nix", libEnv, dir)
-	return ""
-}
-
-// evalJSON evaluates expr (a function of libPath) with nix-instantiate and
-// decodes its JSON.
-func evalJSON(t *testing.T, nix, lib, expr string, v any) []byte {
-	t.Helper()
-	cmd := exec.Command(nix, "--eval", "--strict", "--json", "--argstr", "libPath", lib, "--expr", expr)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("nix-instantiate --eval: %v\n%s", err, stderr.String())
+	if err := json.Unmarshal(r.Stdout, v); err != nil {
+		t.Fatalf("decoding nix-instantiate output: %v\n%s", err, r.Stdout)
 	}
-	if err := json.Unmarshal(out, v); err != nil {
-		t.Fatalf("decoding nix-instantiate output: %v\n%s", err, out)
-	}
-	return out
+	return r.Stdout
 }
 
 const evalExpr = `{ libPath }: import ./nixos/tests/eval.nix { lib = import (/. + libPath); }`
@@ -117,11 +83,20 @@ const evalExpr = `{ libPath }: import ./nixos/tests/eval.nix { lib = import (/. 
 // nixos/tests/eval.nix, which the flake check module-eval also uses) and
 // compares every string with nixos/tests/expected.json.
 func TestModuleEval(t *testing.T) {
-	nix := nixInstantiate(t)
-	lib := nixpkgsLib(t)
-
 	var got any
-	raw := evalJSON(t, nix, lib, evalExpr, &got)
+	raw := evalJSON(t, evalExpr, &got)
+	// Every check is true, whatever expected.json says.
+	var checks struct {
+		Checks map[string]bool `json:"checks"`
+	}
+	if err := json.Unmarshal(raw, &checks); err != nil || len(checks.Checks) == 0 {
+		t.Fatalf("eval.nix has no checks: %v", err)
+	}
+	for name, ok := range checks.Checks {
+		if !ok {
+			t.Errorf("eval.nix check %s is false", name)
+		}
+	}
 	golden := filepath.Join("nixos", "tests", "expected.json")
 	if *update {
 		var buf bytes.Buffer
@@ -144,26 +119,32 @@ func TestModuleEval(t *testing.T) {
 		t.Fatalf("%s: %v", golden, err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("module evaluation differs from %s (-want +got):\n%s\nIf intended: %s=%s go test ./modules -run TestModuleEval -update", golden, diff, libEnv, os.Getenv(libEnv))
+		t.Errorf("module evaluation differs from %s (-want +got):\n%s\nIf intended: go test ./modules -run TestModuleEval -update (with %s, or ../shared/nixpkgs-lib)", golden, diff, nixtest.LibEnv)
 	}
 }
 
 // TestModuleMatchesCLI compares, for each option set in eval.nix's
 // `fragments`, the module's dockerArgs and cmdPrefix with what
-// `vllm-timings nix fragments --format json` prints for the same options.
+// `vllm-timings nix fragments --format json` prints for the same options,
+// and the sample's mkModel entries with what `nix model` prints for the
+// same arguments (modelCLI). A build without those commands fails.
 func TestModuleMatchesCLI(t *testing.T) {
-	nix := nixInstantiate(t)
-	lib := nixpkgsLib(t)
-
 	bin := filepath.Join(t.TempDir(), "vllm-timings")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/vllm-timings")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	// Without the command, cobra prints the root help and exits 0, so look
-	// for the command's own --binary flag in its help.
-	if out, err := exec.Command(bin, "nix", "fragments", "--help").CombinedOutput(); err != nil || !bytes.Contains(out, []byte("--binary")) {
-		t.Skip("SKIPPED: this build has no `vllm-timings nix fragments --binary` command, so the module was NOT compared with the CLI")
+	run := func(args ...string) []byte {
+		t.Helper()
+		out, err := exec.Command(bin, args...).Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("vllm-timings %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		}
+		return out
 	}
 
 	type fragments struct {
@@ -178,12 +159,20 @@ func TestModuleMatchesCLI(t *testing.T) {
 		} `json:"options"`
 		fragments
 	}
+	var got struct {
+		Fragments map[string]evalCase `json:"fragments"`
+		Sample    struct {
+			Models map[string]map[string]any `json:"models"`
+		} `json:"sample"`
+	}
+	evalJSON(t, evalExpr, &got)
 	// The module refers to the binary by its store path; here the fake
 	// package's path stands in for it on both sides.
-	var cases map[string]evalCase
-	evalJSON(t, nix, lib, `{ libPath }: (`+strings.TrimPrefix(evalExpr, "{ libPath }: ")+`).fragments`, &cases)
 	const fakeBinary = "/nix/store/00000000000000000000000000000000-vllm-timings-0.1.0/bin/vllm-timings"
-	for name, c := range cases {
+	if len(got.Fragments) == 0 {
+		t.Fatal("eval.nix has no fragments cases")
+	}
+	for name, c := range got.Fragments {
 		t.Run(name, func(t *testing.T) {
 			args := []string{"nix", "fragments", "--binary", fakeBinary, "--format", "json"}
 			if c.Options.MountPath != nil {
@@ -195,19 +184,58 @@ func TestModuleMatchesCLI(t *testing.T) {
 			for _, p := range c.Options.Patchsets {
 				args = append(args, "--patchset", p)
 			}
-			out, err := exec.Command(bin, args...).Output()
-			if err != nil {
-				t.Fatalf("vllm-timings %s: %v", strings.Join(args, " "), err)
-			}
 			var cli fragments
-			if err := json.Unmarshal(out, &cli); err != nil {
-				t.Fatalf("decoding %s: %v", out, err)
+			if err := json.Unmarshal(run(args...), &cli); err != nil {
+				t.Fatal(err)
 			}
 			if diff := cmp.Diff(c.fragments, cli); diff != "" {
 				t.Errorf("module (-) and CLI (+) disagree for options %+v:\n%s", c.Options, diff)
 			}
 		})
 	}
+	for name, argv := range modelCLI {
+		t.Run(name, func(t *testing.T) {
+			entry, ok := got.Sample.Models[name]
+			if !ok {
+				t.Fatalf("eval.nix's sample has no model %s", name)
+			}
+			// What mkModel passed through is the user's, not the CLI's.
+			delete(entry, "name")
+			delete(entry, "metadata")
+			args := append([]string{"nix", "model", name, "--binary", fakeBinary, "--format", "json"}, argv...)
+			var cli map[string]map[string]any
+			if err := json.Unmarshal(run(args...), &cli); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(entry, cli[name]); diff != "" {
+				t.Errorf("the module's mkModel (-) and nix model (+) disagree:\n%s", diff)
+			}
+		})
+	}
+}
+
+// modelCLI is the nix model command line for the sample's mkModel entries
+// in eval.nix, after NAME --binary --format.
+var modelCLI = map[string][]string{
+	"qwen-genesis": {
+		"--image", "vllm/vllm-openai:nightly-1acd67a795ebccdf9b9db7697ae9082058301657",
+		"--docker", "/run/current-system/sw/bin/docker",
+		"--before", "set -e", "--before", "pip install xxhash pandas scipy -q", "--before", "python3 -m vllm._genesis.patches.apply_all",
+		"--env", "VLLM_ENFORCE_EAGER", "--docker-arg=--device=nvidia.com/gpu=all", "--docker-arg=--ipc=host",
+		"--publish", "${PORT}:8000", "--macro", "ctx=75000",
+		"--", "--raw", "${VLLM_ENFORCE_EAGER:+--enforce-eager}", "--served-model-name", "${MODEL_ID}", "--max-model-len", "${ctx}",
+		"--speculative-config", `{"method":"mtp","num_speculative_tokens":3}`, "--host", "0.0.0.0", "--port", "8000",
+	},
+	"qwen-launcher": {
+		"--image", "ghcr.io/example/qwen3-vllm:latest", "--docker", "/run/current-system/sw/bin/docker",
+		"--entrypoint", "bash", "--entrypoint", "docker/entrypoint.sh", "--", "single",
+	},
+	"qwen-venv": {"--venv", "/srv/vllm/venv", "--", "Qwen/Qwen3-8B", "--port", "${PORT}"},
+	"qwen-mkmodel": {
+		"--image", "vllm/vllm-openai:v0.11.0", "--docker", "/run/current-system/sw/bin/docker",
+		"--env", "HF_HUB_OFFLINE=1", "--macro", "ctx=75000",
+		"--", "Qwen/Qwen3-8B", "--max-model-len", "${ctx}", "--speculative-config", `{"method":"mtp","num_speculative_tokens":3}`,
+	},
 }
 
 // TestREADMEShowsEvaluatedStrings checks that the strings the README's NixOS
@@ -253,5 +281,62 @@ func TestREADMEShowsEvaluatedStrings(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, shown); diff != "" {
 		t.Errorf("README's evaluated cmd strings differ from expected.json (-want +README):\n%s\nCopy sample.models.*.cmd from expected.json into the README, with the store hash written <hash>.", diff)
+	}
+}
+
+// flakeExpr evaluates flake.nix's outputs as a plain function, with
+// nixpkgs' lib as the nixpkgs input (the outputs used here need no more).
+const flakeExpr = `{ libPath }: let
+  nixpkgs = { lib = import (/. + libPath); };
+  flake = (import ../flake.nix).outputs { self = flake; inherit nixpkgs; };
+in `
+
+// TestFlakeLib: the flake's lib.fragments is fragments.nix, usable without
+// the module.
+func TestFlakeLib(t *testing.T) {
+	needFlake(t)
+	var got struct {
+		DockerArgs string `json:"dockerArgs"`
+		Cmd        string `json:"cmd"`
+	}
+	evalJSON(t, flakeExpr+`let vt = flake.lib.fragments { binary = "/opt/vt"; }; in {
+  inherit (vt) dockerArgs;
+  cmd = vt.mkCmd { image = "img"; serveArgs = [ (vt.raw "\${X:+--x}") ]; };
+}`, &got)
+	if got.DockerArgs != "-v /opt/vt:/patches/vllm-timings:ro" || !strings.Contains(got.Cmd, "exec vllm serve ${X:+--x}\"") {
+		t.Errorf("lib.fragments gave %+v", got)
+	}
+}
+
+// TestREADMEGenesisIsEvalNix: the README's mkModel block for the Genesis
+// entry is eval.nix's qwen-genesis model, word for word (eval.nix indents
+// it by eight spaces), so that what the README shows is what is evaluated
+// and compared with `nix model`.
+func TestREADMEGenesisIsEvalNix(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```nix\n\"qwen-genesis\" = mkModel {")
+	if !ok {
+		t.Fatal("README.md shows no qwen-genesis mkModel block")
+	}
+	block, _, _ = strings.Cut("\"qwen-genesis\" = mkModel {"+block, "\n```")
+	eval, err := os.ReadFile("nixos/tests/eval.nix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	indented := "        " + strings.ReplaceAll(block, "\n", "\n        ")
+	if !strings.Contains(string(eval), indented+"\n") {
+		t.Errorf("README's qwen-genesis block is not eval.nix's; copy it from modules/nixos/tests/eval.nix:\n%s", block)
+	}
+}
+
+// needFlake skips where flake.nix is not in the tree: nix build's
+// checkPhase runs the tests on a source without the flake's own files.
+func needFlake(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("../flake.nix"); err != nil {
+		t.Skip("SKIPPED: no ../flake.nix (running inside nix build's checkPhase)")
 	}
 }

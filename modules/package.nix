@@ -30,7 +30,7 @@ buildGoModule {
   # The NAR hash of `go mod vendor`'s output. Print it with scripts/vendor-hash;
   # `scripts/vendor-hash -w` rewrites this line, and a Go test fails when it is
   # stale.
-  vendorHash = "sha256-naD7pr6P7zf6Ou4P3ncHqPCj2YGZYGH5GJyEmzYXc2A=";
+  vendorHash = "sha256-eB2wWJSIyue0qULyeU9mzWbNnyuslCIRO2gVytTI4ys=";
 
   subPackages = [ "cmd/vllm-timings" ];
 

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
 )
 
 func benchModel() (Options, ModelOptions) {
@@ -48,11 +50,11 @@ func BenchmarkModelNix(b *testing.B) {
 // fragments.nix's mkModel, the cost each Nix-checking test pays per call.
 func BenchmarkFragmentsNixEval(b *testing.B) {
 	file := filepath.Join(b.TempDir(), "e.nix")
-	src := "(import " + nixString(fragmentsNix(b)) + ` { binary = "/b"; }).mkModel { image = "img"; serveArgs = [ "a b" "\${ctx}" ]; macros.ctx = "1"; }`
+	src := "(import " + nixtest.Path("modules/nixos/fragments.nix") + ` { binary = "/b"; }).mkModel { image = "img"; serveArgs = [ "a b" "\${ctx}" ]; macros.ctx = "1"; }`
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		nixInstantiate(b, "--eval", "--strict", "--json", file)
+		nixtest.Instantiate(b, "--eval", "--strict", "--json", file)
 	}
 }

@@ -8,13 +8,13 @@ import (
 )
 
 // ExitCodes lists the exit codes of "vllm-timings nix", in the order its
-// --help and the README show them. nixgen owns 10-19 (issue 12 may take 18
-// and 19, then 50-54); a new code is one line here. 2 is the command's:
-// flags it refuses before nixgen sees them.
+// --help and the README show them. nixgen owns 10-19 and 50-54; a new code
+// is one line here. 2 is the command's: flags it refuses before nixgen sees
+// them.
 var ExitCodes exit.Table
 
 var (
-	_                = ExitCodes.Add(exit.Usage, "bad flags: no `--binary`, an unknown `--format` or `--on-failure`, no model name, `--env`/`--macro` without `=`")
+	_                = ExitCodes.Add(exit.Usage, "bad flags: no `--binary` (or one with `--format nix-function`), an unknown `--format` or `--on-failure`, no model name, `--macro` without `=`, a name given twice, `--raw` with nothing after it")
 	ExitPath         = ExitCodes.Add(10, "a path that is empty, relative, `/` or not clean (`//`, `/./`, `/../`, trailing `/`)")
 	ExitUnprintable  = ExitCodes.Add(11, "a newline or another non-printable character (it would need bash's `$'...'`, which llama-swap cannot split), or invalid UTF-8")
 	ExitMacroInPath  = ExitCodes.Add(12, "`${NAME}` or `${env.NAME}` in a path: llama-swap would substitute it or refuse the config")
@@ -22,7 +22,12 @@ var (
 	ExitColon        = ExitCodes.Add(14, "`:` in a path, which `docker run -v` uses as its separator")
 	ExitName         = ExitCodes.Add(15, "an invalid model (Docker container), environment variable or macro name")
 	ExitMacroValue   = ExitCodes.Add(16, "a macro value that is empty or not a plain word")
-	ExitOption       = ExitCodes.Add(17, "no `--image` (from Go: an empty Binary or Image, or an OnFailure other than `warn`/`abort`)")
+	ExitOption       = ExitCodes.Add(17, "no `--image` (from Go: an empty Binary or Image, an OnFailure other than `warn`/`abort`, or a variable both set and passed through)")
+	ExitExpansion    = ExitCodes.Add(18, "a plain serve argument holding a bash expansion (`${...}` other than a macro, or `$NAME`): use `--raw`")
+	ExitStatement    = ExitCodes.Add(19, "a `--before` statement that is empty, ends in `;`, `&` or a pipe, or holds a comment; a `--raw` argument with a comment")
+	ExitPublish      = ExitCodes.Add(50, "a `--publish` mapping without `${PORT}`")
+	ExitForm         = ExitCodes.Add(51, "an option the form cannot use: `--before` or `--raw` with `--entrypoint` or `--venv`, a Docker option with `--venv`")
+	ExitHostPort     = ExitCodes.Add(52, "`--venv` without a serve argument that uses `${PORT}`")
 )
 
 // errorf is an input that cannot be represented safely in the generated

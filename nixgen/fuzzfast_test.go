@@ -1,7 +1,6 @@
 package nixgen
 
 import (
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,34 +9,37 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
-
-	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // FuzzWordsInProcess is FuzzLayers without external programs, so that it
 // runs thousands of times a second: the llama-swap layer is the same model
 // and splitter, and the bash layer is mvdan.cc/sh's parser and word
 // expansion instead of bash (no globbing, so bash itself stays the judge
-// in FuzzLayers). The Nix layer is left to FuzzLayers. It shares its seed
-// corpus through testdata/fuzz/FuzzWordsInProcess.
+// in TestLayerSeeds and FuzzLayers). The Nix layer is left to those. Its
+// seeds are FuzzLayers' corpus, added here with f.Add; TestLayers holds the
+// model of llama-swap to llama-swap's own loader.
 //
 // Search with: go test ./nixgen -run '^$' -fuzz FuzzWordsInProcess
+// (findings land in testdata/fuzz/FuzzWordsInProcess; move them to
+// testdata/fuzz/FuzzLayers so that every layer runs them).
 func FuzzWordsInProcess(f *testing.F) {
+	for _, s := range readSeeds(f) {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		roles := []variant{
-			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: "img", ServeArgs: []string{s, "--x=" + s}}},
-			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: "img", Macros: map[string]string{"ctx": "75000"}, ServeArgs: []string{s + "${ctx}", "${MODEL_ID}" + s}}},
+			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: "img", ServeArgs: Args(s, "--x="+s)}},
+			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: "img", Macros: map[string]string{"ctx": "75000"}, ServeArgs: Args(s+"${ctx}", "${MODEL_ID}"+s)}},
 			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: s, ExtraDockerArgs: []string{s}, Env: map[string]string{"V": s}}},
 			{opts: Options{Binary: "/h/" + s, Mount: "/c/" + s + "/vt", Patchsets: []string{"/p/" + s + ".hcl"}}, model: ModelOptions{Name: "mm", Image: "img"}},
-			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: "img", Macros: map[string]string{"m": s}, ServeArgs: []string{"${m}", "a b${m}"}}},
+			{opts: Options{Binary: "/h/vt"}, model: ModelOptions{Name: "mm", Image: "img", Macros: map[string]string{"m": s}, ServeArgs: Args("${m}", "a b${m}")}},
 		}
 		for _, v := range roles {
+			lc := layerCase{v: v}
+			intended := func(_ variant, s string) string { return lc.intended(testPort, s) }
 			m, err := NewModel(v.opts, v.model)
 			if err != nil {
-				var e *exit.Error
-				if !errors.As(err, &e) || e.Code < 10 || e.Code > 19 {
-					t.Fatalf("refused without an exit code from 10 to 19: %v", err)
-				}
+				checkRefusal(t, err)
 				continue
 			}
 			argv, err := llamaSwapArgv(m.Cmd, v.model.Name, v.model.Macros, testPort)
@@ -74,7 +76,7 @@ func FuzzWordsInProcess(f *testing.F) {
 			}
 			wantExec := []string{"exec", "vllm", "serve"}
 			for _, a := range v.model.ServeArgs {
-				wantExec = append(wantExec, intended(v, a))
+				wantExec = append(wantExec, intended(v, a.Text))
 			}
 			apply, exec := bashWords(t, argv[len(argv)-1])
 			if diff := cmp.Diff(wantApply, apply); diff != "" {
@@ -86,6 +88,9 @@ func FuzzWordsInProcess(f *testing.F) {
 		}
 	})
 }
+
+// testPort is the port llama-swap allocates in this test.
+const testPort = 5800
 
 // bashWords parses the -c script "PATCHER ARGS || true; exec vllm serve
 // ARGS" and expands the words of the two commands.

@@ -68,6 +68,21 @@ func (o Options) ApplyArgs() []string {
 	return args
 }
 
+// execArgs is the argv of vllm-timings exec after its path, up to and
+// including "--": the patch sets at their paths where exec runs, and
+// --vllm-bin when vllmBin is not empty.
+func (o Options) execArgs(patchsets []Mount, vllmBin string) []string {
+	o = o.withDefaults()
+	args := []string{"exec", "--on-failure", o.OnFailure}
+	for _, m := range patchsets {
+		args = append(args, "--patchset", m.Container)
+	}
+	if vllmBin != "" {
+		args = append(args, "--vllm-bin", vllmBin)
+	}
+	return append(args, "--")
+}
+
 func (o Options) validate() error {
 	o = o.withDefaults()
 	if o.Binary == "" {
@@ -127,115 +142,6 @@ func NewFragments(o Options) (Fragments, error) {
 	}
 	f.CmdPrefix = llamaDQ(strings.Join(words, " "))
 	return f, nil
-}
-
-// ModelOptions describe one llama-swap model that runs vLLM in Docker.
-type ModelOptions struct {
-	Name            string            // the model's name in llama-swap, its ${MODEL_ID}
-	Image           string            // Docker image
-	ServeArgs       []string          // argv after vllm serve
-	ExtraDockerArgs []string          // more docker run words
-	Env             map[string]string // container environment
-	Docker          string            // docker executable; "" means "docker"
-	Macros          map[string]string // the model's llama-swap macros
-}
-
-// Model is a llama-swap model entry.
-type Model struct {
-	Cmd           string            `json:"cmd"`
-	CmdStop       string            `json:"cmdStop"`
-	Proxy         string            `json:"proxy"`
-	CheckEndpoint string            `json:"checkEndpoint"`
-	Macros        map[string]string `json:"macros,omitempty"`
-}
-
-// ContainerPort is where vLLM listens in the container: vllm serve's default.
-const ContainerPort = 8000
-
-// NewModel validates o and m and builds the model entry. Its cmd is the
-// string fragments.nix's mkCmd gives for the same input.
-func NewModel(o Options, m ModelOptions) (Model, error) {
-	f, err := NewFragments(o)
-	if err != nil {
-		return Model{}, err
-	}
-	if m.Docker == "" {
-		m.Docker = "docker"
-	}
-	if err := checkModelName(m.Name); err != nil {
-		return Model{}, err
-	}
-	known := map[string]bool{"PORT": true, "MODEL_ID": true}
-	for _, name := range sortedKeys(m.Macros) {
-		if err := checkMacro(name, m.Macros[name]); err != nil {
-			return Model{}, err
-		}
-		known[name] = true
-	}
-	word := func(input, s string) (string, error) {
-		if err := checkWord(input, s, known); err != nil {
-			return "", err
-		}
-		return quoteWord(input, s)
-	}
-
-	docker, err := word("--docker", m.Docker)
-	if err != nil {
-		return Model{}, err
-	}
-	lines := []string{
-		docker + " run --rm --name ${MODEL_ID}",
-		fmt.Sprintf("-p 127.0.0.1:${PORT}:%d", ContainerPort),
-		f.DockerArgs,
-	}
-	for _, name := range sortedKeys(m.Env) {
-		if err := checkEnvName(name, m.Env[name]); err != nil {
-			return Model{}, err
-		}
-		w, err := word("--env", name+"="+m.Env[name])
-		if err != nil {
-			return Model{}, err
-		}
-		lines = append(lines, "-e "+w)
-	}
-	var extra []string
-	for _, a := range m.ExtraDockerArgs {
-		w, err := word("--docker-arg", a)
-		if err != nil {
-			return Model{}, err
-		}
-		extra = append(extra, w)
-	}
-	if len(extra) > 0 {
-		lines = append(lines, strings.Join(extra, " "))
-	}
-	if m.Image == "" {
-		return Model{}, errorf(ExitOption, "--image", "", "is missing", "Give the Docker image, for example vllm/vllm-openai:latest.")
-	}
-	image, err := word("--image", m.Image)
-	if err != nil {
-		return Model{}, err
-	}
-	c := f.CmdPrefix + " exec vllm serve"
-	for i, a := range m.ServeArgs {
-		w, err := word(fmt.Sprintf("serve argument %d", i+1), a)
-		if err != nil {
-			return Model{}, err
-		}
-		c += " " + llamaDQ(w)
-	}
-	lines = append(lines, "--entrypoint /bin/bash", image, `-c "`+c+`"`)
-
-	model := Model{
-		Cmd:           strings.Join(lines, " \\\n  ") + "\n",
-		CmdStop:       docker + " stop ${MODEL_ID}",
-		Proxy:         "http://127.0.0.1:${PORT}",
-		CheckEndpoint: "/v1/models",
-	}
-	if len(m.Macros) > 0 {
-		model.Macros = m.Macros
-	}
-	return model, nil
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -34,24 +34,77 @@ func (m Model) Nix(o Options, mo ModelOptions) []byte {
 	writeHeader(&b, ModelCommand(o, mo))
 	b.WriteString("{\n")
 	fmt.Fprintf(&b, "  %s = {\n", nixAttrName(mo.Name))
-	cmd, ok := nixIndented(m.Cmd, "      ")
-	if !ok {
-		cmd = nixString(m.Cmd)
-	}
-	fmt.Fprintf(&b, "    cmd = %s;\n", cmd)
-	fmt.Fprintf(&b, "    cmdStop = %s;\n", nixString(m.CmdStop))
-	fmt.Fprintf(&b, "    proxy = %s;\n", nixString(m.Proxy))
-	fmt.Fprintf(&b, "    checkEndpoint = %s;\n", nixString(m.CheckEndpoint))
-	if len(m.Macros) > 0 {
-		b.WriteString("    macros = {\n")
-		for _, k := range sortedKeys(m.Macros) {
-			fmt.Fprintf(&b, "      %s = %s;\n", nixAttrName(k), nixString(m.Macros[k]))
-		}
-		b.WriteString("    };\n")
-	}
+	m.writeAttrs(&b, "    ")
 	b.WriteString("  };\n}\n")
 	return b.Bytes()
 }
+
+// writeAttrs writes the entry's attributes, one a line, at indent.
+func (m Model) writeAttrs(b *bytes.Buffer, indent string) {
+	cmd, ok := nixIndented(m.Cmd, indent+"  ")
+	if !ok {
+		cmd = nixString(m.Cmd)
+	}
+	fmt.Fprintf(b, "%scmd = %s;\n", indent, cmd)
+	if m.CmdStop != "" {
+		fmt.Fprintf(b, "%scmdStop = %s;\n", indent, nixString(m.CmdStop))
+	}
+	fmt.Fprintf(b, "%sproxy = %s;\n", indent, nixString(m.Proxy))
+	fmt.Fprintf(b, "%scheckEndpoint = %s;\n", indent, nixString(m.CheckEndpoint))
+	if len(m.Macros) > 0 {
+		fmt.Fprintf(b, "%smacros = {\n", indent)
+		for _, k := range sortedKeys(m.Macros) {
+			fmt.Fprintf(b, "%s  %s = %s;\n", indent, nixAttrName(k), nixString(m.Macros[k]))
+		}
+		fmt.Fprintf(b, "%s};\n", indent)
+	}
+}
+
+// FunctionBinary stands for the binary's host path while a function-shaped
+// file is generated (NewModel needs a path); NixFunction puts the package's
+// path in its place. Its characters need no quoting in any word, and the
+// generated file checks that the package's path needs none either.
+const FunctionBinary = "/nix/store/00000000000000000000000000000000-vllm-timings-placeholder/bin/vllm-timings"
+
+// NixFunction renders the model, built with o.Binary = FunctionBinary, as a
+// file for a models/ directory: a function of { pkgs, lib, ... } that
+// returns the one entry and takes the binary from the vllm-timings package
+// (pkgs.vllm-timings, or its vllm-timings argument).
+func (m Model) NixFunction(o Options, mo ModelOptions) ([]byte, error) {
+	if strings.Count(m.Cmd, FunctionBinary) != 1 {
+		return nil, errorf(ExitOption, "--format", "nix-function", "cannot place the package's path in the cmd",
+			"A model argument holds the text %s, which stands for the package's path in this format; use --format nix with --binary.", FunctionBinary)
+	}
+	var b bytes.Buffer
+	writeHeader(&b, ModelFunctionCommand(o, mo))
+	b.WriteString(functionHead)
+	var attrs bytes.Buffer
+	m.writeAttrs(&attrs, "  ")
+	b.WriteString("{\n")
+	b.WriteString(strings.Replace(attrs.String(), FunctionBinary, "${binary}", 1))
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+const functionHead = `#
+# One llama-swap model entry, as a function for a models/ directory, e.g.
+#   models.NAME = import ./models/NAME.nix { inherit pkgs lib; };
+# The binary is the vllm-timings package's: pkgs.vllm-timings (the
+# vllm-timings flake's overlays.default adds it), or the argument vllm-timings.
+{
+  pkgs,
+  lib,
+  vllm-timings ?
+    pkgs.vllm-timings or (throw "vllm-timings: pkgs has no vllm-timings; add the vllm-timings flake's overlays.default to nixpkgs.overlays, or pass vllm-timings = <the package>"),
+  ...
+}:
+let
+  binary = lib.getExe vllm-timings;
+in
+assert lib.assertMsg (
+  builtins.match "/[A-Za-z0-9/._+-]*" (builtins.unsafeDiscardStringContext binary) != null
+) "vllm-timings: the binary's path ${binary} holds characters that the generated cmd does not quote; use a package whose path has only letters, digits and / . _ + -";
+`
 
 // JSON renders the model as a JSON object {"NAME": {...}}.
 func (m Model) JSON(name string) []byte { return marshal(map[string]Model{name: m}) }
@@ -97,12 +150,43 @@ func FragmentsCommand(o Options) []string {
 // ModelCommand is the vllm-timings command line that prints the model.
 func ModelCommand(o Options, m ModelOptions) []string {
 	argv := append([]string{"vllm-timings", "nix", "model", m.Name}, o.flags()...)
-	argv = append(argv, "--image", m.Image)
+	return append(argv, m.flags()...)
+}
+
+// ModelFunctionCommand is the command line that prints the model as a
+// function-shaped file.
+func ModelFunctionCommand(o Options, m ModelOptions) []string {
+	argv := []string{"vllm-timings", "nix", "model", m.Name, "--format", "nix-function"}
+	argv = append(argv, o.flags()[2:]...) // no --binary: the package gives it
+	return append(argv, m.flags()...)
+}
+
+// RawFlag, after -- on the nix model command line, marks the next argument
+// as raw.
+const RawFlag = "--raw"
+
+func (m ModelOptions) flags() []string {
+	var argv []string
+	if m.Venv != "" {
+		argv = append(argv, "--venv", m.Venv)
+	}
+	if m.Image != "" {
+		argv = append(argv, "--image", m.Image)
+	}
+	for _, e := range m.Entrypoint {
+		argv = append(argv, "--entrypoint", e)
+	}
 	if m.Docker != "" && m.Docker != "docker" {
 		argv = append(argv, "--docker", m.Docker)
 	}
-	for _, k := range sortedKeys(m.Env) {
-		argv = append(argv, "--env", k+"="+m.Env[k])
+	if m.Publish != "" {
+		argv = append(argv, "--publish", m.Publish)
+	}
+	env, err := envWords(m)
+	if err == nil {
+		for _, e := range env {
+			argv = append(argv, "--env", e)
+		}
 	}
 	for _, a := range m.ExtraDockerArgs {
 		argv = append(argv, "--docker-arg="+a)
@@ -110,9 +194,19 @@ func ModelCommand(o Options, m ModelOptions) []string {
 	for _, k := range sortedKeys(m.Macros) {
 		argv = append(argv, "--macro", k+"="+m.Macros[k])
 	}
+	for _, st := range m.Before {
+		argv = append(argv, "--before", st)
+	}
 	if len(m.ServeArgs) > 0 {
 		argv = append(argv, "--")
-		argv = append(argv, m.ServeArgs...)
+		for _, a := range m.ServeArgs {
+			// A plain "--raw" is written as raw text "--raw": bash gives
+			// the same word.
+			if a.Raw || a.Text == RawFlag {
+				argv = append(argv, RawFlag)
+			}
+			argv = append(argv, a.Text)
+		}
 	}
 	return argv
 }

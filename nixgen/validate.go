@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -33,7 +34,13 @@ func checkText(input, s string) error {
 
 // checkPath refuses host and container paths that docker run -v or llama-swap
 // would take differently from what was meant.
-func checkPath(input, p string) error {
+func checkPath(input, p string) error { return checkPathFor(input, p, true) }
+
+// checkHostPath is checkPath for a path that docker run -v never sees, so
+// ":" is fine in it.
+func checkHostPath(input, p string) error { return checkPathFor(input, p, false) }
+
+func checkPathFor(input, p string, docker bool) error {
 	if p == "" {
 		return errorf(ExitPath, input, p, "is empty", "Give an absolute path.")
 	}
@@ -50,7 +57,7 @@ func checkPath(input, p string) error {
 	if c := path.Clean(p); c != p {
 		return errorf(ExitPath, input, p, "is not a clean path", "Write it as %s.", c)
 	}
-	if strings.Contains(p, ":") {
+	if docker && strings.Contains(p, ":") {
 		return errorf(ExitColon, input, p, `contains ":"`,
 			"docker run -v uses it to separate HOST:CONTAINER:OPTIONS; rename the file or use a path without \":\".")
 	}
@@ -65,9 +72,21 @@ func checkPath(input, p string) error {
 	return nil
 }
 
+// wordContext says who reads a word after llama-swap, for the advice given
+// when it uses an unknown macro.
+type wordContext int
+
+const (
+	ctxNoShell wordContext = iota // run directly: docker run words, the exec forms' argv
+	ctxServe                      // a plain serve argument, quoted for bash -c
+	ctxBash                       // bash text as it is: a before statement, a raw argument
+)
+
 // checkWord refuses a command word that llama-swap would refuse to load or
-// change in a way that was not meant. known holds the macro names it may use.
-func checkWord(input, s string, known map[string]bool) error {
+// change in a way that was not meant. known holds the macros it may use,
+// with values to substitute for them: "0" stands for ${PORT} and
+// ${MODEL_ID}, whose values are digits and name characters.
+func checkWord(input, s string, known map[string]string, ctx wordContext) error {
 	if err := checkText(input, s); err != nil {
 		return err
 	}
@@ -76,17 +95,160 @@ func checkWord(input, s string, known map[string]bool) error {
 			"llama-swap replaces it with its own environment variable when it loads the config, and vllm-timings does not generate such text; write the value, or declare a macro.")
 	}
 	for _, m := range macroRef.FindAllStringSubmatch(s, -1) {
+		_, ok := known[m[1]]
 		switch {
-		case known[m[1]]:
+		case ok:
 		case m[1] == "PID":
 			return errorf(ExitUnknownMacro, input, s, "uses ${PID}", "llama-swap allows ${PID} only in cmdStop.")
 		default:
-			return errorf(ExitUnknownMacro, input, s, "uses the unknown macro "+m[0],
-				"llama-swap refuses to load a cmd with an unknown macro. Declare it with --macro %s=VALUE (macros.%s in Nix), or drop the braces ($%s) if bash should expand a variable.", m[1], m[1], m[1])
+			fix := "llama-swap refuses to load a cmd with an unknown macro. Declare it with --macro %[1]s=VALUE (macros.%[1]s in Nix)"
+			switch ctx {
+			case ctxServe:
+				fix += ", or, if bash should expand the variable %[1]s, pass the argument raw and without braces: --raw '$%[1]s' (vt.raw \"$%[1]s\" in Nix)."
+			case ctxBash:
+				fix += ", or write $%[1]s (or ${%[1]s:-}) if bash should expand the variable %[1]s: llama-swap leaves those to bash."
+			default:
+				fix += "; no shell reads this word, so nothing would expand a variable here."
+			}
+			return errorf(ExitUnknownMacro, input, s, "uses the unknown macro "+m[0], fix, m[1])
+		}
+	}
+	// llama-swap substitutes, then refuses any ${NAME} left: text around a
+	// macro must not make one (${${PORT}} becomes ${5800}).
+	sub := macroRef.ReplaceAllStringFunc(s, func(r string) string { return known[r[2:len(r)-1]] })
+	if m := macroRef.FindString(sub); m != "" {
+		return errorf(ExitUnknownMacro, input, s, "becomes a macro reference like "+m+" once llama-swap substitutes its macros",
+			"llama-swap refuses to load a cmd with an unknown macro after substitution; do not put a macro inside ${...}.")
+	}
+	return nil
+}
+
+// bashVar finds $NAME, a variable bash would expand.
+var bashVar = regexp.MustCompile(`\$[A-Za-z_]`)
+
+// checkExpansion refuses a plain serve argument that holds a bash expansion:
+// quoting would hand the text to vLLM unexpanded. known macros are left to
+// llama-swap. inBash says whether bash reads the command at all.
+func checkExpansion(input, s string, known map[string]string, inBash bool) error {
+	rest := macroRef.ReplaceAllString(s, "") // all known by now
+	var found string
+	if i := strings.Index(rest, "${"); i >= 0 {
+		found = "${"
+	} else if m := bashVar.FindString(s); m != "" {
+		found = m
+	} else {
+		return nil
+	}
+	if !inBash {
+		return errorf(ExitExpansion, input, s, "holds the bash expansion "+strconv.Quote(found+"..."),
+			"No shell runs this command (the entrypoint and venv forms run it directly), so vLLM would get the text unexpanded; write the value itself.")
+	}
+	q := shellQuote(s)
+	return errorf(ExitExpansion, input, s, "holds the bash expansion "+strconv.Quote(found+"..."),
+		"Serve arguments are quoted, so vLLM would get the text unexpanded. To let bash expand it, pass the argument raw: --raw %[1]s on the command line, vt.raw in Nix. To pass the text as it is, single-quote it inside raw: --raw %[2]s.",
+		q, shellQuote(q))
+}
+
+// checkStatement refuses a before statement that cannot be followed by the
+// "; " that ends it, or whose comment would hide the rest of the command.
+func checkStatement(input, s string) error {
+	t := strings.TrimRight(s, " ")
+	switch {
+	case strings.TrimSpace(s) == "":
+		return errorf(ExitStatement, input, s, "is empty", "Remove it.")
+	case endsUnescaped(t, ";"):
+		return errorf(ExitStatement, input, s, `ends in ";"`,
+			`vllm-timings ends every statement with ";" itself; drop yours: %s.`, shellQuote(strings.TrimSuffix(t, ";")))
+	case endsUnescaped(t, "&&") || endsUnescaped(t, "||") || endsUnescaped(t, "|"):
+		return errorf(ExitStatement, input, s, "ends in an unfinished command",
+			"Complete the command after the operator, or drop the operator.")
+	case endsUnescaped(t, "&"):
+		return errorf(ExitStatement, input, s, `ends in "&"`,
+			`A ";" cannot follow "&"; put the background command in braces: %s.`, shellQuote("{ "+t+" }"))
+	}
+	return checkComment(input, s)
+}
+
+// checkRaw refuses a raw argument whose comment would hide the rest of the
+// command.
+func checkRaw(input, s string) error { return checkComment(input, s) }
+
+// comment finds a "#" where bash starts a comment: at the start of a word.
+var comment = regexp.MustCompile(`(^|[ \t;&|()<>])#`)
+
+func checkComment(input, s string) error {
+	if comment.MatchString(s) {
+		return errorf(ExitStatement, input, s, "holds a comment",
+			`bash would ignore the rest of the command after "#", the patcher and vLLM included. Remove the comment, or write a literal "#" as "\#".`)
+	}
+	return nil
+}
+
+// endsUnescaped reports whether s ends in op, not preceded by a backslash.
+func endsUnescaped(s, op string) bool {
+	return strings.HasSuffix(s, op) && !strings.HasSuffix(s, `\`+op)
+}
+
+// checkPublish refuses a port mapping that llama-swap's proxy cannot reach.
+func checkPublish(p string) error {
+	if !strings.Contains(p, "${PORT}") {
+		return errorf(ExitPublish, "--publish", p, "does not publish ${PORT}",
+			"llama-swap's proxy connects to 127.0.0.1:${PORT}; map that port to vLLM's, for example --publish '${PORT}:8000' for all interfaces, or the default '127.0.0.1:${PORT}:8000'.")
+	}
+	return nil
+}
+
+// checkForm refuses options that the model's form cannot use.
+func checkForm(o Options, m ModelOptions) error {
+	var raw int
+	for i, a := range m.ServeArgs {
+		if a.Raw && raw == 0 {
+			raw = i + 1
+		}
+	}
+	switch m.form() {
+	case formVenv:
+		dockerOnly := []struct {
+			input, value string
+			set          bool
+		}{
+			{"--entrypoint", strings.Join(m.Entrypoint, " "), len(m.Entrypoint) > 0},
+			{"--image", m.Image, m.Image != ""},
+			{"--docker", m.Docker, m.Docker != "" && m.Docker != "docker"},
+			{"--docker-arg", strings.Join(m.ExtraDockerArgs, " "), len(m.ExtraDockerArgs) > 0},
+			{"--env", strings.Join(append(sortedKeys(m.Env), m.PassEnv...), " "), len(m.Env)+len(m.PassEnv) > 0},
+			{"--publish", m.Publish, m.Publish != ""},
+			{"--mount", o.Mount, o.Mount != "" && o.Mount != DefaultMount},
+		}
+		for _, d := range dockerOnly {
+			if d.set {
+				return errorf(ExitForm, d.input, d.value, "does not apply with --venv",
+					"--venv runs vLLM on this host without Docker; remove %s, or drop --venv to run the image.", d.input)
+			}
+		}
+		if len(m.Before) > 0 {
+			return errorf(ExitForm, "--before", m.Before[0], "does not apply with --venv",
+				"--venv runs vLLM directly, with no shell; run the statements before llama-swap starts, or wrap vLLM in a script of your own.")
+		}
+		if raw > 0 {
+			return errorf(ExitForm, fmt.Sprintf("raw serve argument %d", raw), m.ServeArgs[raw-1].Text, "needs bash, but --venv runs vLLM directly",
+				"Write the argument's value itself, without --raw.")
+		}
+	case formEntrypoint:
+		if len(m.Before) > 0 {
+			return errorf(ExitForm, "--before", m.Before[0], "does not apply with --entrypoint",
+				"The entrypoint form runs the image's entrypoint directly, with no shell; put the statements into the entrypoint script, or drop --entrypoint to run bash -c.")
+		}
+		if raw > 0 {
+			return errorf(ExitForm, fmt.Sprintf("raw serve argument %d", raw), m.ServeArgs[raw-1].Text, "needs bash, but --entrypoint runs the command directly",
+				"Write the argument's value itself, without --raw, or drop --entrypoint to run bash -c.")
 		}
 	}
 	return nil
 }
+
+// shellQuote quotes s for the user's shell, as the regenerate line does.
+func shellQuote(s string) string { return shellLine([]string{s}) }
 
 // llama-swap's rules for macro names (internal/config/macros.go).
 var (

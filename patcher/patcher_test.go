@@ -248,88 +248,166 @@ func TestDiffMatchesApply(t *testing.T) {
 }
 
 // TestPatchedServing runs each fixture's serving generators, patched and
-// not, with the same fake engine output: the patched bodies must equal the
-// original ones except for timings (so vLLM's own per-request "metrics"
-// stays as it was), timings must sit exactly on the bodies llama-swap
-// reads, agree with usage, and carry draft counts exactly where the
-// version reports them.
+// not, with the same fake engine output, with vLLM's per-request metrics off
+// and (where the fixture's vLLM has them) on: the patched bodies must equal
+// the original ones except for timings and, on a body that carries both,
+// the two fields of vLLM's metrics llama-swap would recompute speeds from;
+// timings must sit exactly on the bodies llama-swap reads, agree with usage,
+// and carry draft counts exactly where the version reports them.
 func TestPatchedServing(t *testing.T) {
 	py := requireTool(t, "python3")
 	testtree.RequirePythonModule(t, py, "pydantic")
 	for _, fx := range fixtures {
-		t.Run(fx.name, func(t *testing.T) {
-			t.Parallel()
-			orig, patched := fixture(t, fx.name), fixture(t, fx.name)
-			if _, err := open(t, patched).Apply(); err != nil {
-				t.Fatal(err)
-			}
-			before, after := driveServing(t, py, orig), driveServing(t, py, patched)
-			checkDriver(t, fx, before["_driver"][0], after["_driver"][0])
-			delete(before, "_driver")
-			delete(after, "_driver")
+		for _, perRequest := range perRequestModes(fx) {
+			t.Run(fx.name+modeName(perRequest), func(t *testing.T) {
+				t.Parallel()
+				before := decodeDriven(t, drive(t, py, fx, false, perRequest))
+				after := decodeDriven(t, drive(t, py, fx, true, perRequest))
+				checkDriver(t, fx, before["_driver"][0], after["_driver"][0])
+				checkPatchedBodies(t, fx, perRequest, before, after)
+			})
+		}
+	}
+}
 
-			// Which body (index, -1 for none) must carry timings, per scenario.
-			wantAt := map[string]int{
-				"chat_full": 0, "chat_full_no_stats": -1, "chat_full_spec": 0,
-				"chat_stream_usage": 4, "chat_stream_no_usage": 3, "chat_stream_n2": 7,
-				"chat_stream_no_stats": -1, "chat_stream_one_token": 1, "chat_stream_n2_spec": 8,
-				"completion_full_2_prompts": 0, "completion_full_no_stats": -1, "completion_full_spec": 0,
-				"completion_stream_usage": 6, "completion_stream_no_usage": 5, "completion_stream_spec": 5,
-				"completion_stream_n2_merged": 3,
-			}
-			// Draft counts from the driver's spec_decode_metrics: 4 of 8 per
-			// choice, summed over choices and prompts.
-			wantDrafts := map[string][2]float64{"chat_full_spec": {8, 4}, "chat_stream_n2_spec": {16, 8}, "completion_full_spec": {16, 8}, "completion_stream_spec": {16, 8}}
-			if len(after) != len(wantAt) {
-				t.Fatalf("driver ran %d scenarios, test knows %d", len(after), len(wantAt))
-			}
-			ownMetrics := 0
-			for name, bodies := range after {
-				at := -1
-				for i, b := range bodies {
-					if _, ok := b["error"]; ok {
-						t.Errorf("%s: body %d is an error: %v", name, i, b)
-					}
-					if b["metrics"] != nil {
-						ownMetrics++
-					}
-					tm, ok := b["timings"].(map[string]any)
-					if !ok {
-						continue
-					}
-					if at >= 0 {
-						t.Errorf("%s: timings on bodies %d and %d, want one", name, at, i)
-					}
-					at = i
-					drafts, spec := wantDrafts[name]
-					checkTimings(t, name, tm, b["usage"], fx.drafts && spec)
-					if fx.drafts && spec && (tm["draft_n"] != drafts[0] || tm["draft_n_accepted"] != drafts[1]) {
-						t.Errorf("%s: draft_n, draft_n_accepted = %v, %v; want %v", name, tm["draft_n"], tm["draft_n_accepted"], drafts)
-					}
-					delete(b, "timings")
-				}
-				if at != wantAt[name] {
-					t.Errorf("%s: timings on body %d, want %d", name, at, wantAt[name])
-				}
-				if diff := cmp.Diff(before[name], bodies); diff != "" {
-					t.Errorf("%s: patched bodies differ beyond timings (-unpatched +patched):\n%s", name, diff)
-				}
-			}
-			if fx.ownMetrics != (ownMetrics > 0) {
-				t.Errorf("%d bodies carry vLLM's own metrics; fixture says %v", ownMetrics, fx.ownMetrics)
-			}
+// perRequestModes lists the runs of a fixture: per-request metrics off, and
+// on where its vLLM has them.
+func perRequestModes(fx fixtureTree) []bool {
+	if fx.ownMetrics {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
 
-			// Exact values for one request, from the driver's stats: scheduled at
-			// 100.0, first token at 100.25, 3 tokens 50 ms apart; 4 of 10 cached.
-			tm := driveServing(t, py, patched)["chat_full"][0]["timings"].(map[string]any)
-			want := map[string]float64{"prompt_n": 6, "prompt_ms": 250, "prompt_per_token_ms": 250.0 / 6, "prompt_per_second": 24,
-				"predicted_n": 3, "predicted_ms": 100, "predicted_per_token_ms": 100.0 / 3, "predicted_per_second": 30, "cache_n": 4}
-			for k, v := range want {
-				if got := tm[k].(float64); math.Abs(got-v) > 1e-6 {
-					t.Errorf("chat_full timings[%s] = %v, want %v", k, got, v)
+func modeName(perRequest bool) string {
+	if perRequest {
+		return "/per-request-metrics"
+	}
+	return ""
+}
+
+// Which body (index, -1 for none) must carry timings, per scenario.
+var wantTimingsAt = map[string]int{
+	"chat_full": 0, "chat_full_no_stats": -1, "chat_full_spec": 0,
+	"chat_stream_usage": 4, "chat_stream_no_usage": 3, "chat_stream_n2": 7,
+	"chat_stream_no_stats": -1, "chat_stream_one_token": 1, "chat_stream_n2_spec": 8,
+	"completion_full_2_prompts": 0, "completion_full_no_stats": -1, "completion_full_spec": 0,
+	"completion_full": 0, "completion_stream_usage": 6, "completion_stream_usage_1_prompt": 2,
+	"completion_stream_no_usage": 5, "completion_stream_spec": 5, "completion_stream_n2_merged": 3,
+}
+
+// The scenarios whose response vLLM gives its own metrics with
+// --enable-per-request-metrics: one request (not n>1, not two prompts),
+// with stats, and in a stream only on the include_usage chunk.
+var wantOwnMetrics = map[string]bool{
+	"chat_full": true, "chat_full_spec": true, "chat_stream_usage": true,
+	"completion_full": true, "completion_stream_usage_1_prompt": true,
+}
+
+func checkPatchedBodies(t *testing.T, fx fixtureTree, perRequest bool, before, after map[string][]map[string]any) {
+	t.Helper()
+	truths := map[string]engineTruth{}
+	if b, err := json.Marshal(after["_truth"][0]); err != nil || json.Unmarshal(b, &truths) != nil {
+		t.Fatalf("the driver's _truth: %v", after["_truth"])
+	}
+	delete(before, "_driver")
+	delete(after, "_driver")
+	delete(before, "_truth")
+	delete(after, "_truth")
+	// Draft counts from the driver's spec_decode_metrics: 4 of 8 per
+	// choice, summed over choices and prompts.
+	wantDrafts := map[string][2]float64{"chat_full_spec": {8, 4}, "chat_stream_n2_spec": {16, 8}, "completion_full_spec": {16, 8}, "completion_stream_spec": {16, 8}}
+	if len(after) != len(wantTimingsAt) {
+		t.Fatalf("driver ran %d scenarios, test knows %d", len(after), len(wantTimingsAt))
+	}
+	for name, bodies := range after {
+		at, withMetrics := -1, 0
+		for i, b := range bodies {
+			if _, ok := b["error"]; ok {
+				t.Errorf("%s: body %d is an error: %v", name, i, b)
+			}
+			m, hasMetrics := b["metrics"].(map[string]any)
+			if hasMetrics {
+				withMetrics++
+			}
+			tm, ok := b["timings"].(map[string]any)
+			if !ok {
+				continue
+			}
+			if at >= 0 {
+				t.Errorf("%s: timings on bodies %d and %d, want one", name, at, i)
+			}
+			at = i
+			drafts, spec := wantDrafts[name]
+			checkTimings(t, name, tm, b["usage"], fx.drafts && spec)
+			if tr, ok := truths[name]; !ok {
+				t.Errorf("%s: timings, but the driver's truth has no stats", name)
+			} else {
+				for k, v := range tr.expectedTimings() {
+					if got, _ := tm[k].(float64); !near(got, v) && math.Abs(got-v) > 1e-9 {
+						t.Errorf("%s: timings[%s] = %v, want %v from the engine's timestamps", name, k, tm[k], v)
+					}
 				}
 			}
-		})
+			if fx.drafts && spec && (tm["draft_n"] != drafts[0] || tm["draft_n_accepted"] != drafts[1]) {
+				t.Errorf("%s: draft_n, draft_n_accepted = %v, %v; want %v", name, tm["draft_n"], tm["draft_n_accepted"], drafts)
+			}
+			if hasMetrics {
+				checkClearedMetrics(t, name, tm, m, before[name][i]["metrics"])
+			}
+			delete(b, "timings")
+		}
+		if at != wantTimingsAt[name] {
+			t.Errorf("%s: timings on body %d, want %d", name, at, wantTimingsAt[name])
+		}
+		if want := perRequest && wantOwnMetrics[name]; (withMetrics == 1) != want || withMetrics > 1 {
+			t.Errorf("%s: %d bodies carry vLLM's own metrics; want them on one: %v", name, withMetrics, want)
+		}
+		if diff := cmp.Diff(before[name], bodies); diff != "" {
+			t.Errorf("%s: patched bodies differ beyond timings (-unpatched +patched):\n%s", name, diff)
+		}
+	}
+}
+
+// checkClearedMetrics checks a body that carries both timings and vLLM's
+// metrics: the patch has cleared time_to_first_token_ms and mean_itl_ms
+// (null in a full body, absent from a stream chunk, as vLLM writes None)
+// and nothing else, and what they held is still in the response: the
+// unpatched values equal prompt_ms and generation_time_ms / (tokens - 1).
+// The patched metrics are then set to the unpatched ones, for the
+// comparison of everything else.
+func checkClearedMetrics(t *testing.T, name string, tm, patched map[string]any, unpatched any) {
+	t.Helper()
+	orig, ok := unpatched.(map[string]any)
+	if !ok {
+		t.Errorf("%s: the unpatched body has no metrics", name)
+		return
+	}
+	for k, v := range orig {
+		switch k {
+		case "time_to_first_token_ms", "mean_itl_ms":
+			if got, present := patched[k]; present && got != nil {
+				t.Errorf("%s: metrics.%s = %v, want it cleared", name, k, got)
+			}
+		default:
+			if !cmp.Equal(patched[k], v) {
+				t.Errorf("%s: metrics.%s = %v, want %v as vLLM sent it", name, k, patched[k], v)
+			}
+		}
+	}
+	if ttft, _ := orig["time_to_first_token_ms"].(float64); math.Abs(ttft-tm["prompt_ms"].(float64)) > 1e-6 {
+		t.Errorf("%s: vLLM's time_to_first_token_ms %v != prompt_ms %v", name, ttft, tm["prompt_ms"])
+	}
+	if itl, ok := orig["mean_itl_ms"].(float64); ok {
+		if want := orig["generation_time_ms"].(float64) / (tm["predicted_n"].(float64) - 1); math.Abs(itl-want) > 1e-6 {
+			t.Errorf("%s: vLLM's mean_itl_ms %v != generation_time_ms/(predicted_n-1) = %v", name, itl, want)
+		}
+	}
+	for k := range patched {
+		delete(patched, k)
+	}
+	for k, v := range orig {
+		patched[k] = v
 	}
 }
 
@@ -344,7 +422,7 @@ func TestOutputProcessorEditIsNeeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	replaceIn(t, filepath.Join(site, outputProcessor), "_llamacpp_timings.link_metrics(request_output, req_state.stats)", "pass")
-	for name, bodies := range driveServing(t, py, site) {
+	for name, bodies := range driveServing(t, py, site, false) {
 		for i, b := range bodies {
 			if _, ok := b["timings"]; ok {
 				t.Errorf("%s: body %d has timings without the output-processor edit", name, i)
@@ -353,9 +431,29 @@ func TestOutputProcessorEditIsNeeded(t *testing.T) {
 	}
 }
 
-func driveServing(t *testing.T, py, site string) map[string][]map[string]any {
+func driveServing(t *testing.T, py, site string, perRequestMetrics bool) map[string][]map[string]any {
 	t.Helper()
-	out, err := exec.Command(py, filepath.Join("testdata", "python", "drive_serving.py"), site).Output()
+	return decodeDriven(t, driveRaw(t, py, site, perRequestMetrics))
+}
+
+func decodeDriven(t *testing.T, out []byte) map[string][]map[string]any {
+	t.Helper()
+	var res map[string][]map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return res
+}
+
+// driveRaw runs testdata/python/drive_serving.py on a fixture tree and
+// returns its JSON.
+func driveRaw(t *testing.T, py, site string, perRequestMetrics bool) []byte {
+	t.Helper()
+	args := []string{filepath.Join("testdata", "python", "drive_serving.py"), site}
+	if perRequestMetrics {
+		args = append(args, "--per-request-metrics")
+	}
+	out, err := exec.Command(py, args...).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -363,11 +461,7 @@ func driveServing(t *testing.T, py, site string) map[string][]map[string]any {
 		}
 		t.Fatal(err)
 	}
-	var res map[string][]map[string]any
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	return res
+	return out
 }
 
 // checkDriver checks what the driver found in the fixture: whether it has

@@ -95,8 +95,46 @@ func scriptParams(dir string) testscript.Params {
 			"unpack-tree":  cmdUnpackTree,
 			"treehash":     cmdTreehash,
 			"fakeserver":   cmdFakeServer,
+			"llamaswap":    cmdLlamaSwap,
 		},
+		Condition: llamaSwapCondition,
 	}
+}
+
+// llamaSwapCondition is [llamaswap]: the real llama-swap could be built.
+// Under CI=true a failed build is an error, not a skip.
+func llamaSwapCondition(cond string) (bool, error) {
+	if cond != "llamaswap" {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	_, err := testtree.BuildLlamaSwap()
+	if err != nil && os.Getenv("CI") == "true" {
+		return false, fmt.Errorf("the real llama-swap could not be built, and CI=true requires it: %v", err)
+	}
+	return err == nil, nil
+}
+
+// llamaswap SCENARIO [VAR] starts a verifytest server and, in front of it,
+// the real llama-swap (built from ../shared/llama-swap) with one model,
+// "vllm", and sets $VAR (default URL) to llama-swap's URL; both stop when
+// the script ends. Scripts guard it with [!llamaswap] skip.
+func cmdLlamaSwap(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: llamaswap SCENARIO [VAR]")
+	}
+	name := "URL"
+	if len(args) == 2 {
+		name = args[1]
+	}
+	bin, err := testtree.BuildLlamaSwap()
+	ts.Check(err) // [llamaswap] has said why
+	up, err := verifytest.NewServer(args[0])
+	ts.Check(err)
+	ts.Defer(up.Close)
+	ls, err := testtree.RunLlamaSwap(bin, map[string]string{"vllm": up.URL}, ts.MkAbs("."))
+	ts.Check(err)
+	ts.Defer(ls.Stop)
+	ts.Setenv(name, ls.URL)
 }
 
 // vllm-timings ARGS... runs the binary in the script's directory and

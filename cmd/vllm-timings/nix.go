@@ -13,7 +13,7 @@ import (
 // nixOptions are the flags shared by nix fragments and nix model.
 type nixOptions struct {
 	nixgen.Options
-	Format string // "nix" or "json"
+	Format string // "nix", "json", or for nix model "nix-function"
 	Out    io.Writer
 }
 
@@ -21,7 +21,7 @@ type nixOptions struct {
 type nixModelOptions struct {
 	*nixOptions
 	Model  nixgen.ModelOptions
-	Env    []string // NAME=VALUE
+	Env    []string // NAME=VALUE, or NAME to pass llama-swap's value through
 	Macros []string // NAME=VALUE
 }
 
@@ -57,14 +57,23 @@ Exit codes:
 	opts.OnFailure = "warn"
 	f.Var((*onFailure)(&opts.OnFailure), "on-failure", "what apply does when patching fails: warn (vLLM starts without timings) or abort")
 	f.StringArrayVar(&opts.Patchsets, "patchset", nil, "host `path` of an extra patch set; mounted read-only and passed to apply (repeatable)")
-	f.StringVar(&opts.Format, "format", "nix", "output format: nix or json")
+	f.StringVar(&opts.Format, "format", "nix", "output format: nix or json (nix model also: nix-function)")
 
 	common := func(c *cobra.Command, _ []string) error {
 		opts.Out = c.OutOrStdout()
-		if opts.Format != "nix" && opts.Format != "json" {
+		function := opts.Format == "nix-function" && c.Name() == "model"
+		if opts.Format != "nix" && opts.Format != "json" && !function {
+			if c.Name() == "model" {
+				return usageErrorf("--format %q: use nix, json or nix-function", opts.Format)
+			}
 			return usageErrorf("--format %q: use nix or json", opts.Format)
 		}
-		if opts.Binary == "" {
+		switch {
+		case function && opts.Binary != "":
+			return usageErrorf("--binary does not go with --format nix-function, whose file takes the binary from the vllm-timings package; drop --binary")
+		case function:
+			opts.Binary = nixgen.FunctionBinary
+		case opts.Binary == "":
 			return usageErrorf("--binary is required: give the host path of the vllm-timings binary, for example --binary \"$(readlink -f result/bin/vllm-timings)\"")
 		}
 		return nil
@@ -86,16 +95,35 @@ Exit codes:
 
 	mopts := &nixModelOptions{nixOptions: opts}
 	model := &cobra.Command{
-		Use:   "model NAME --image IMAGE [flags] [-- VLLM_SERVE_ARGS...]",
-		Short: "Print a whole llama-swap model entry that runs vLLM in Docker",
+		Use:   "model NAME (--image IMAGE | --venv DIR) [flags] [-- VLLM_SERVE_ARGS...]",
+		Short: "Print a whole llama-swap model entry that runs vLLM with vllm-timings",
 		Long: `Print a llama-swap model entry (cmd, cmdStop, proxy, checkEndpoint, macros)
-that runs vLLM in Docker with vllm-timings. NAME is the model's name in
-llama-swap; it becomes the container's name through ${MODEL_ID}. The
-arguments after -- are passed to vllm serve one by one, unchanged, except
-that llama-swap replaces ${MODEL_ID}, ${PORT} and the declared macros.`,
+that runs vLLM with vllm-timings. NAME is the model's name in llama-swap; in
+Docker it becomes the container's name through ${MODEL_ID}.
+
+The arguments after -- are passed to vllm serve one by one, unchanged, except
+that llama-swap replaces ${MODEL_ID}, ${PORT} and the declared macros. An
+argument after --raw is bash text instead, left unquoted in bash -c so that
+bash expands it, for example --raw '${VLLM_ENFORCE_EAGER:+--enforce-eager}';
+a plain argument that holds a bash expansion is refused.
+
+Three forms: by default the container runs bash -c "BEFORE; PATCHER; exec
+vllm serve ARGS". With --entrypoint (repeated, one word each), the patcher
+is the container's entrypoint and runs the image's own entrypoint through
+vllm-timings exec, with no shell: the arguments after -- follow it. With
+--venv DIR, vLLM runs on this host from DIR/bin/vllm, without Docker.
+
+--format nix-function prints a file for a models/ directory: a function of
+{ pkgs, lib, ... } that takes the binary from the vllm-timings package, so
+--binary is not given.`,
 		Example: `  vllm-timings nix model qwen-vllm --binary /nix/store/...-vllm-timings/bin/vllm-timings \
     --image vllm/vllm-openai:latest --docker-arg=--device=nvidia.com/gpu=all --macro ctx=75000 \
-    -- Qwen/Qwen3-8B --served-model-name '${MODEL_ID}' --max-model-len '${ctx}'`,
+    --before 'set -e' --before 'pip install xxhash -q' --env VLLM_ENFORCE_EAGER \
+    -- Qwen/Qwen3-8B --raw '${VLLM_ENFORCE_EAGER:+--enforce-eager}' --max-model-len '${ctx}'
+  vllm-timings nix model qwen-launcher --binary ... --image IMAGE \
+    --entrypoint bash --entrypoint docker/entrypoint.sh -- single
+  vllm-timings nix model qwen-venv --binary ... --venv /srv/vllm/venv \
+    -- Qwen/Qwen3-8B --host 127.0.0.1 --port '${PORT}'`,
 		Args: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()
 			named := args
@@ -112,9 +140,11 @@ that llama-swap replaces ${MODEL_ID}, ${PORT} and the declared macros.`,
 				return err
 			}
 			mopts.Model.Name = args[0]
-			mopts.Model.ServeArgs = args[1:]
 			var err error
-			if mopts.Model.Env, err = nixKeyValues("--env", mopts.Env); err != nil {
+			if mopts.Model.ServeArgs, err = nixServeArgs(args[1:]); err != nil {
+				return err
+			}
+			if mopts.Model.Env, mopts.Model.PassEnv, err = nixEnv(mopts.Env); err != nil {
 				return err
 			}
 			if mopts.Model.Macros, err = nixKeyValues("--macro", mopts.Macros); err != nil {
@@ -127,11 +157,55 @@ that llama-swap replaces ${MODEL_ID}, ${PORT} and the declared macros.`,
 	mf.StringVar(&mopts.Model.Image, "image", "", "Docker `image` of vLLM (required)")
 	mf.StringVar(&mopts.Model.Docker, "docker", "docker", "docker (or podman) `executable` llama-swap runs")
 	mf.StringArrayVar(&mopts.Model.ExtraDockerArgs, "docker-arg", nil, "one more docker run `word`, e.g. --docker-arg=--gpus=all (repeatable)")
-	mf.StringArrayVar(&mopts.Env, "env", nil, "container environment `NAME=VALUE` (repeatable)")
+	mf.StringArrayVar(&mopts.Env, "env", nil, "container environment `NAME=VALUE`, or NAME to pass llama-swap's own value through (repeatable)")
+	mf.StringArrayVar(&mopts.Model.Before, "before", nil, "a bash `statement` run in the container before the patcher, e.g. 'set -e' (repeatable, in order)")
+	mf.StringVar(&mopts.Model.Publish, "publish", "", "the docker run -p `mapping`; must publish ${PORT} (default \""+nixgen.DefaultPublish+"\")")
+	mf.StringArrayVar(&mopts.Model.Entrypoint, "entrypoint", nil, "one `word` of the image's own entrypoint, run through vllm-timings exec (repeatable, in order)")
+	mf.StringVar(&mopts.Model.Venv, "venv", "", "a host virtualenv `dir` holding bin/vllm: run vLLM there, without Docker")
 	mf.StringArrayVar(&mopts.Macros, "macro", nil, "llama-swap macro `NAME=VALUE` that arguments may use as ${NAME} (repeatable)")
 
 	cmd.AddCommand(fragments, model)
 	return cmd
+}
+
+// nixServeArgs reads the arguments after --: "--raw TEXT" is one raw
+// argument, at its place.
+func nixServeArgs(words []string) ([]nixgen.Arg, error) {
+	var args []nixgen.Arg
+	for i := 0; i < len(words); i++ {
+		if words[i] != nixgen.RawFlag {
+			args = append(args, nixgen.Arg{Text: words[i]})
+			continue
+		}
+		if i+1 == len(words) {
+			return nil, usageErrorf("%s ends the serve arguments: give the bash text after it, for example %s '${VLLM_ENFORCE_EAGER:+--enforce-eager}'", nixgen.RawFlag, nixgen.RawFlag)
+		}
+		i++
+		args = append(args, nixgen.Raw(words[i]))
+	}
+	return args, nil
+}
+
+// nixEnv parses repeated --env flags: NAME=VALUE sets a variable, NAME
+// alone passes llama-swap's own value through (docker run -e NAME).
+func nixEnv(list []string) (map[string]string, []string, error) {
+	var set []string
+	var pass []string
+	seen := map[string]bool{}
+	for _, e := range list {
+		name, _, hasValue := strings.Cut(e, "=")
+		if seen[name] {
+			return nil, nil, usageErrorf("--env %q: %s is given twice; keep one", e, name)
+		}
+		seen[name] = true
+		if hasValue {
+			set = append(set, e)
+		} else {
+			pass = append(pass, e)
+		}
+	}
+	env, err := nixKeyValues("--env", set)
+	return env, pass, err
 }
 
 // nixKeyValues parses repeated NAME=VALUE flags.
@@ -172,8 +246,13 @@ func nixModelRun(opts *nixModelOptions) error {
 		return err
 	}
 	out := m.JSON(opts.Model.Name)
-	if opts.Format == "nix" {
+	switch opts.Format {
+	case "nix":
 		out = m.Nix(opts.Options, opts.Model)
+	case "nix-function":
+		if out, err = m.NixFunction(opts.Options, opts.Model); err != nil {
+			return err
+		}
 	}
 	if _, err := opts.Out.Write(out); err != nil {
 		return fmt.Errorf("writing the model: %w", err)

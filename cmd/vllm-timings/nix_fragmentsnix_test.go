@@ -1,18 +1,17 @@
 package main
 
 import (
-	"github.com/vllm-timings/vllm-timings/patcher/testtree"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
 )
 
 // TestCLIMatchesFragmentsNix runs "vllm-timings nix fragments --format json"
@@ -21,7 +20,6 @@ import (
 // the strings must be identical. (nixgen's tests do the same for many more
 // inputs against the library; this one holds the command's output to it.)
 func TestCLIMatchesFragmentsNix(t *testing.T) {
-	nixBin := testtree.RequireTool(t, "nix-instantiate")
 	type set struct {
 		flags     []string       // nix fragments/model flags
 		fragments map[string]any // the same as fragments.nix arguments
@@ -43,8 +41,22 @@ func TestCLIMatchesFragmentsNix(t *testing.T) {
 			mkModel:   map[string]any{"image": "img", "env": map[string]string{"A": "b c"}, "docker": "/run/current-system/sw/bin/podman", "serveArgs": []string{"two words"}}},
 		{flags: []string{"--binary", `/q/it's "x"/vllm-timings`, "--patchset", `/q/"dq".hcl`, "--patchset", "/q/o'neil.hcl", "--patchset", `/q/back\slash $x.hcl`},
 			fragments: map[string]any{"binary": `/q/it's "x"/vllm-timings`, "patchsets": []string{`/q/"dq".hcl`, "/q/o'neil.hcl", `/q/back\slash $x.hcl`}},
-			model:     []string{"quotes", "--image", "img", "--", "it's", `"dq"`, `\`, "$HOME", "${HOME:-/root}"},
-			mkModel:   map[string]any{"image": "img", "serveArgs": []string{"it's", `"dq"`, `\`, "$HOME", "${HOME:-/root}"}}},
+			model:     []string{"quotes", "--image", "img", "--", "it's", `"dq"`, `\`, "--raw", "'$HOME'", "--raw", "${HOME:-/root}"},
+			mkModel:   map[string]any{"image": "img", "serveArgs": []any{"it's", `"dq"`, `\`, map[string]string{"raw": "'$HOME'"}, map[string]string{"raw": "${HOME:-/root}"}}}},
+		{flags: []string{"--binary", "/b"},
+			fragments: map[string]any{"binary": "/b"},
+			model: []string{"genesis", "--image", "img", "--before", "set -e", "--before", "pip install xxhash -q", "--env", "VLLM_ENFORCE_EAGER", "--env", "A=1",
+				"--publish", "${PORT}:8000", "--", "--raw", "${VLLM_ENFORCE_EAGER:+--enforce-eager}", "Qwen/Qwen3-8B"},
+			mkModel: map[string]any{"image": "img", "before": []string{"set -e", "pip install xxhash -q"}, "env": map[string]any{"VLLM_ENFORCE_EAGER": nil, "A": "1"},
+				"publish": "${PORT}:8000", "serveArgs": []any{map[string]string{"raw": "${VLLM_ENFORCE_EAGER:+--enforce-eager}"}, "Qwen/Qwen3-8B"}}},
+		{flags: []string{"--binary", "/b", "--patchset", "/p/x.hcl"},
+			fragments: map[string]any{"binary": "/b", "patchsets": []string{"/p/x.hcl"}},
+			model:     []string{"launcher", "--image", "img", "--entrypoint", "bash", "--entrypoint", "docker/entrypoint.sh", "--", "single"},
+			mkModel:   map[string]any{"image": "img", "entrypoint": []string{"bash", "docker/entrypoint.sh"}, "serveArgs": []string{"single"}}},
+		{flags: []string{"--binary", "/b", "--on-failure", "abort"},
+			fragments: map[string]any{"binary": "/b", "onFailure": "abort"},
+			model:     []string{"venv", "--venv", "/srv/venv", "--", "Qwen/Qwen3-8B", "--port", "${PORT}"},
+			mkModel:   map[string]any{"venv": "/srv/venv", "serveArgs": []string{"Qwen/Qwen3-8B", "--port", "${PORT}"}}},
 	}
 
 	dir := t.TempDir()
@@ -75,7 +87,7 @@ func TestCLIMatchesFragmentsNix(t *testing.T) {
 		if err := os.WriteFile(argsFile, raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&expr, "  (let a = builtins.fromJSON (builtins.readFile ./%d.json); f = fragments a.fragments; in { fragments = { inherit (f) dockerArgs cmdPrefix; }; model = f.mkModel a.model; })\n", i)
+		fmt.Fprintf(&expr, "  (let a = builtins.fromJSON (builtins.readFile ./%d.json); f = fragments a.fragments; raw = x: if builtins.isAttrs x then f.raw x.raw else x; in { fragments = { inherit (f) dockerArgs cmdPrefix; }; model = f.mkModel (a.model // { serveArgs = map raw (a.model.serveArgs or [ ]); }); })\n", i)
 	}
 	expr.WriteString("]\n")
 	// A link next to the expression keeps fragments.nix's path unquoted.
@@ -90,21 +102,11 @@ func TestCLIMatchesFragmentsNix(t *testing.T) {
 	if err := os.WriteFile(exprFile, []byte(expr.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(nixBin, "--eval", "--strict", "--json", exprFile)
-	cmd.Env = append(os.Environ(), "NIX_STATE_DIR="+dir, "NIX_CONF_DIR="+dir, "NIX_PATH=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("nix-instantiate: %v\n%s", err, stderr.Bytes())
-	}
 	var got []struct {
 		Fragments json.RawMessage `json:"fragments"`
 		Model     json.RawMessage `json:"model"`
 	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatal(err)
-	}
+	nixtest.EvalFile(t, exprFile, &got)
 	for i := range sets {
 		if diff := cmp.Diff(nixDecodeJSON(t, wantFrags[i]), nixDecodeJSON(t, string(got[i].Fragments))); diff != "" {
 			t.Errorf("set %d: nix fragments --format json vs fragments.nix (-cli +nix):\n%s", i, diff)

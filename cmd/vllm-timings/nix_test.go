@@ -21,18 +21,26 @@ func TestNixFlags(t *testing.T) {
 	cmd := newCmdNix(func(o *nixModelOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"model", "qwen-vllm", "--binary", "/b", "--mount", "/m", "--on-failure", "abort",
 		"--patchset", "/p/1,2.hcl", "--patchset", "/p/3.hcl", "--image", "img", "--docker", "podman",
-		"--docker-arg=--gpus=all", "--docker-arg", "--ipc=host", "--env", "A=1,2", "--env", "B=x=y",
-		"--macro", "ctx=75000", "--format", "json", "--", "Qwen/Qwen3-8B", "--max-model-len", "${ctx}", "--", "-x"})
+		"--docker-arg=--gpus=all", "--docker-arg", "--ipc=host", "--env", "A=1,2", "--env", "B=x=y", "--env", "C",
+		"--before", "set -e", "--before", "pip install x", "--publish", "${PORT}:8000",
+		"--entrypoint", "bash", "--entrypoint", "docker/entrypoint.sh", "--venv", "/v",
+		"--macro", "ctx=75000", "--format", "json", "--", "Qwen/Qwen3-8B", "--raw", "${X:+--x}", "--max-model-len", "${ctx}", "--", "-x", "--raw", "--raw"})
 	cmd.SetOut(new(bytes.Buffer))
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	want := nixgen.ModelOptions{
 		Name: "qwen-vllm", Image: "img", Docker: "podman",
-		ServeArgs:       []string{"Qwen/Qwen3-8B", "--max-model-len", "${ctx}", "--", "-x"},
+		ServeArgs: []nixgen.Arg{{Text: "Qwen/Qwen3-8B"}, nixgen.Raw("${X:+--x}"), {Text: "--max-model-len"}, {Text: "${ctx}"},
+			{Text: "--"}, {Text: "-x"}, nixgen.Raw("--raw")},
 		ExtraDockerArgs: []string{"--gpus=all", "--ipc=host"},
 		Env:             map[string]string{"A": "1,2", "B": "x=y"},
+		PassEnv:         []string{"C"},
 		Macros:          map[string]string{"ctx": "75000"},
+		Before:          []string{"set -e", "pip install x"},
+		Publish:         "${PORT}:8000",
+		Entrypoint:      []string{"bash", "docker/entrypoint.sh"},
+		Venv:            "/v",
 	}
 	if diff := cmp.Diff(want, got.Model); diff != "" {
 		t.Errorf("model options (-want +got):\n%s", diff)
@@ -104,21 +112,26 @@ func nixShellWords(t *testing.T, line string) []string {
 	return argv
 }
 
-// TestReadmeNix runs each command shown in the README's nixgen section and
-// requires the output shown under it.
+// TestReadmeNix runs each command shown in the README's sections marked
+// "<!-- section: nixgen -->" (the nixgen section, and the launcher image
+// and host virtualenv ones) and requires the output shown under it.
 func TestReadmeNix(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(raw), "<!-- section: nixgen -->\n")
-	if !ok {
-		t.Fatal("README.md has no nixgen section")
+	sections := strings.Split(string(raw), "<!-- section: nixgen -->\n")[1:]
+	if len(sections) < 3 {
+		t.Fatalf("README.md has %d sections marked nixgen, want the nixgen, launcher image and host virtualenv ones", len(sections))
 	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	blocks := strings.Split(section, "```console\n")[1:]
-	if len(blocks) == 0 {
-		t.Fatal("the nixgen section shows no command")
+	var blocks []string
+	for _, section := range sections {
+		section, _, _ = strings.Cut(section, "\n## ")
+		b := strings.Split(section, "```console\n")[1:]
+		if len(b) == 0 {
+			t.Fatalf("a section marked nixgen shows no command:\n%.200s", section)
+		}
+		blocks = append(blocks, b...)
 	}
 	for _, block := range blocks {
 		block, _, _ = strings.Cut(block, "```\n")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ var verifyClock func() time.Time
 func newCmdVerify() *cobra.Command {
 	var o verify.Options
 	cmd := &cobra.Command{
-		Use:   "verify --url http://127.0.0.1:PORT",
+		Use:   "verify --url http://127.0.0.1:PORT | --llama-swap http://127.0.0.1:8080 --model NAME",
 		Short: "Check that a running server's responses carry correct timings",
 		Long: `verify sends a few small requests to an OpenAI-compatible server (patched vLLM,
 llama-server, or llama-swap in front of either): chat and completions, streaming and
@@ -24,15 +25,36 @@ not, and one prompt twice so a prefix cache can show in cache_n. It checks the
 timings of every response against usage, against themselves and against the time
 it waited, prints a table, and exits 0 only if every check passed.
 
+--multi adds requests with n=2 (chat and completions, full and streaming with and
+without usage) and a two-prompt completion, so several engine requests share one
+response.
+
+--llama-swap URL sends the requests through that llama-swap (instead of --url) to
+the model --model names, reads the row each one adds to llama-swap's activity
+(GET /api/metrics/activity) and checks it against the truth of the response's
+timings: input tokens (the uncached prompt tokens), cached tokens, prompt and
+generation speed, and a duration covering prompt_ms + predicted_ms. A second table
+puts the truth beside what llama-swap recorded. When a response carries vLLM's own
+per-request metrics beside timings, verify says what llama-swap makes of them.
+
 Exit codes:
 ` + verify.ExitCodes.Text(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.URL == "" {
-				return usageErrorf("verify: --url is required, e.g. --url http://127.0.0.1:8000")
+			switch {
+			case o.URL == "" && o.LlamaSwap == "":
+				return usageErrorf("verify: --url is required, e.g. --url http://127.0.0.1:8000 (or --llama-swap URL --model NAME)")
+			case o.URL != "" && o.LlamaSwap != "":
+				return usageErrorf("verify: give --url or --llama-swap, not both: with --llama-swap the requests go through llama-swap")
+			case o.LlamaSwap != "" && o.Model == "":
+				return usageErrorf("verify: --llama-swap needs --model, the llama-swap model to send the requests to")
 			}
-			if _, err := verify.NormalizeURL(o.URL); err != nil {
-				return usageErrorf("verify: %v", err)
+			flag := "--url"
+			if o.LlamaSwap != "" {
+				flag = "--llama-swap"
+			}
+			if _, err := verify.NormalizeURL(o.URL + o.LlamaSwap); err != nil {
+				return usageErrorf("verify: %v", strings.Replace(err.Error(), "--url", flag, 1))
 			}
 			if o.Timeout <= 0 {
 				return usageErrorf("verify: --timeout must be positive, got %s", o.Timeout)
@@ -47,7 +69,9 @@ Exit codes:
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.URL, "url", "", "server base URL, e.g. http://127.0.0.1:8000 (a trailing /v1 is fine)")
-	f.StringVar(&o.Model, "model", "", "model name to request (default: the first id /v1/models lists)")
+	f.StringVar(&o.LlamaSwap, "llama-swap", "", "llama-swap's base URL: send the requests through it and check its activity rows")
+	f.StringVar(&o.Model, "model", "", "model name to request (default: the first id /v1/models lists; required with --llama-swap)")
+	f.BoolVar(&o.Multi, "multi", false, "also send n=2 and two-prompt requests")
 	f.StringVar(&o.APIKey, "api-key", "", "bearer token (default: $VLLM_API_KEY)")
 	f.BoolVar(&o.JSON, "json", false, "print a JSON report instead of the table")
 	f.DurationVar(&o.Timeout, "timeout", verify.DefaultTimeout, "time allowed for each request")

@@ -101,14 +101,79 @@ in
         it cannot open the Docker socket and every `docker run` in a model's
         `cmd` fails with "permission denied". Setting this to the group that
         owns the socket (`"docker"` for {option}`virtualisation.docker`,
-        `"podman"` for podman's Docker-compatible socket) adds it to
-        `systemd.services.llama-swap.serviceConfig.SupplementaryGroups`.
+        `"podman"` for podman's Docker-compatible socket) adds it to the
+        `SupplementaryGroups` of the llama-swap unit: nixpkgs' own
+        (`systemd.services.llama-swap`, when {option}`services.llama-swap.enable`
+        is set), or the unit named by {option}`${opt}.serviceName`. With
+        neither, the setting warns that it changes nothing.
 
         The default, `null`, changes nothing. To do it yourself instead:
         `systemd.services.llama-swap.serviceConfig.SupplementaryGroups = [ "docker" ];`
 
         Membership of the Docker group is equivalent to root on the host.
         This setting does not depend on {option}`${opt}.enable`.
+      '';
+    };
+
+    serviceName = lib.mkOption {
+      type = lib.types.nullOr (lib.types.strMatching "[A-Za-z0-9:_.@\\-]+");
+      default = null;
+      example = "my-llama-swap";
+      description = ''
+        The systemd service (without `.service`) that runs llama-swap, for
+        people who run it from a unit of their own rather than nixpkgs'
+        {option}`services.llama-swap`. {option}`${opt}.dockerGroup` is added
+        to `systemd.services.<serviceName>.serviceConfig.SupplementaryGroups`.
+        `null` means nixpkgs' unit, `llama-swap`, when
+        {option}`services.llama-swap.enable` is set.
+      '';
+    };
+
+    raw = lib.mkOption {
+      type = lib.types.functionTo lib.types.attrs;
+      readOnly = true;
+      example = lib.literalExpression ''config.services.llama-swap.vllmTimings.raw "\''${VLLM_ENFORCE_EAGER:+--enforce-eager}"'';
+      description = ''
+        Marks a serve argument for {option}`${opt}.mkCmd` and
+        {option}`${opt}.mkModel` as bash text: it goes into `bash -c`
+        unquoted, so that bash expands it (`''${VAR:+--flag}` gives `--flag`
+        when `VAR` is set and non-empty, and nothing otherwise). llama-swap
+        still substitutes its macros in it. A plain string holding a bash
+        expansion is refused, because quoting would pass it to vLLM as
+        literal text. Usable whether or not {option}`${opt}.enable` is set.
+      '';
+    };
+
+    patchVllm = lib.mkOption {
+      type = lib.types.functionTo lib.types.package;
+      readOnly = true;
+      example = lib.literalExpression ''
+        let
+          t = config.services.llama-swap.vllmTimings;
+          vllm = t.patchVllm pkgs.python3Packages.vllm;
+        in
+        {
+          services.llama-swap.settings.models."qwen-native" = {
+            cmd = "''${vllm}/bin/vllm serve Qwen/Qwen3-8B --host 127.0.0.1 --port ''${PORT}";
+            proxy = "http://127.0.0.1:''${PORT}";
+            checkEndpoint = "/v1/models";
+          };
+        }
+      '';
+      description = ''
+        For llama-swap models that run nixpkgs' own vLLM natively, without
+        Docker: `patchVllm pkgs.python3Packages.vllm` is that package with
+        the timings patch applied at build time (an `overridePythonAttrs`
+        whose `postInstall` runs `vllm-timings apply --on-failure abort`
+        on `$out/''${python.sitePackages}/vllm`, with
+        {option}`${opt}.package` and {option}`${opt}.patchsets`). The store is
+        read-only, so the patch cannot be applied where vLLM runs; a vLLM that
+        no patch set fits fails the build. The override misses the binary
+        cache: the first build compiles vLLM. Use its `bin/vllm` in a model's
+        `cmd` directly (no `dockerArgs`, `cmdPrefix` or `mkCmd`), and make it
+        listen on `''${PORT}`. The flake's `overlays.vllm` patches every
+        `python3Packages.vllm`, and so `pkgs.vllm`, instead. Usable whether or
+        not {option}`${opt}.enable` is set.
       '';
     };
 
@@ -151,26 +216,48 @@ in
       '';
       description = ''
         A function that builds a whole llama-swap `cmd` string for a vLLM
-        Docker model, with {option}`${opt}.dockerArgs` and
-        {option}`${opt}.cmdPrefix` already in place: the same string that
-        `vllm-timings nix model` prints. Its argument:
+        model, with {option}`${opt}.dockerArgs` and {option}`${opt}.cmdPrefix`
+        already in place: the same string that `vllm-timings nix model`
+        prints. Its argument:
 
         - `image`: the Docker image;
         - `serveArgs`: the `vllm serve` arguments, a list of words, each
           passed literally (they may use `''${MODEL_ID}`, `''${PORT}` and the
-          macros named in `macros`);
+          macros named in `macros`), or bash text made with
+          {option}`${opt}.raw`;
+        - `before`: bash statements run in the container, in order and
+          verbatim, before the patcher, e.g.
+          `[ "set -e" "pip install xxhash pandas scipy -q" ]`; each gets its
+          `;`, so do not end one in `;`;
         - `extraDockerArgs`: more `docker run` words, passed literally;
-        - `env`: an attribute set, each entry passed as `-e NAME=VALUE`;
+        - `env`: an attribute set, each entry passed as `-e NAME=VALUE`, or
+          `-e NAME` for `NAME = null` (docker copies llama-swap's own value,
+          when it has one: set it in the service's environment, or in the
+          entry's llama-swap `env` list);
+        - `publish`: the `docker run -p` mapping, `"127.0.0.1:''${PORT}:8000"`
+          by default; `"''${PORT}:8000"` publishes on all interfaces. It must
+          map `''${PORT}`, where llama-swap's proxy connects;
         - `docker`: the docker (or podman) executable, `"docker"` by default.
           The llama-swap service's `PATH` has no docker, so give an absolute
           path such as `lib.getExe pkgs.docker`;
-        - `macros`: the model's llama-swap macros.
+        - `macros`: the model's llama-swap macros;
+        - `entrypoint`: for images whose entrypoint is a launcher, the
+          entrypoint as a list, e.g. `[ "bash" "docker/entrypoint.sh" ]`. The
+          patcher becomes the container's entrypoint and runs it through
+          `vllm-timings exec`, with `serveArgs` after it and no `bash -c`
+          (so no `before` and no raw arguments);
+        - `venv`: a virtualenv on this host that holds `bin/vllm`. vLLM then
+          runs without Docker: `vllm-timings exec --vllm-bin VENV/bin/vllm --
+          VENV/bin/vllm serve ...`, and `serveArgs` must make it listen on
+          `''${PORT}` (`"--port" "''${PORT}"`). For nixpkgs' own vllm, patch the
+          package instead: see the flake's `lib.patchVllm`.
 
-        The result is a `docker run --rm --name ''${MODEL_ID}` command that
-        publishes `127.0.0.1:''${PORT}` to the container's port 8000, mounts
-        the binary and runs `bash -c "<cmdPrefix> exec vllm serve …"`. Its
-        word groups are on separate lines ending in a backslash, which
-        llama-swap joins.
+        In the Docker forms the result is a `docker run --rm --name ''${MODEL_ID}`
+        command that publishes `publish`, mounts the binary and runs
+        `bash -c "<before>; <cmdPrefix> exec vllm serve …"`. Its word groups
+        are on separate lines ending in a backslash, which llama-swap joins.
+        Input that cannot reach vLLM unchanged is an evaluation error saying
+        what to change.
         Read-only; calling it while {option}`${opt}.enable` is false is an
         evaluation error.
       '';
@@ -191,25 +278,52 @@ in
       '';
       description = ''
         Like {option}`${opt}.mkCmd`, with the same argument, but returns a
-        whole llama-swap model entry: `cmd`, `cmdStop`, `proxy`,
-        `checkEndpoint` and, when given, `macros`. The same entry that
-        `vllm-timings nix model` prints. Read-only; calling it while
-        {option}`${opt}.enable` is false is an evaluation error.
+        whole llama-swap model entry: `cmd`, `cmdStop` (not with `venv`),
+        `proxy`, `checkEndpoint` and, when given, `macros`. The same entry
+        that `vllm-timings nix model` prints. Other attributes of the
+        argument (`name`, `metadata`, `aliases`, `ttl`, ...) are passed
+        through into the entry; `cmdStop`, `proxy` or `checkEndpoint` given
+        that way replace the defaults, and `cmd` is refused. Read-only;
+        calling it while {option}`${opt}.enable` is false is an evaluation
+        error.
       '';
     };
   };
 
-  config = lib.mkMerge [
-    {
-      services.llama-swap.vllmTimings = {
-        dockerArgs = whenEnabled "dockerArgs" fragments.dockerArgs;
-        cmdPrefix = whenEnabled "cmdPrefix" fragments.cmdPrefix;
-        mkCmd = args: whenEnabled "mkCmd" (fragments.mkCmd args);
-        mkModel = args: whenEnabled "mkModel" (fragments.mkModel args);
-      };
-    }
-    (lib.mkIf (cfg.dockerGroup != null && config.services.llama-swap.enable) {
-      systemd.services.llama-swap.serviceConfig.SupplementaryGroups = [ cfg.dockerGroup ];
-    })
-  ];
+  config =
+    let
+      # The unit that gets dockerGroup: the user's own, or nixpkgs'.
+      unit =
+        if cfg.serviceName != null then
+          cfg.serviceName
+        else if config.services.llama-swap.enable then
+          "llama-swap"
+        else
+          null;
+    in
+    lib.mkMerge [
+      {
+        services.llama-swap.vllmTimings = {
+          dockerArgs = whenEnabled "dockerArgs" fragments.dockerArgs;
+          cmdPrefix = whenEnabled "cmdPrefix" fragments.cmdPrefix;
+          mkCmd = args: whenEnabled "mkCmd" (fragments.mkCmd args);
+          mkModel = args: whenEnabled "mkModel" (fragments.mkModel args);
+          inherit (fragments) raw;
+          patchVllm =
+            vllm:
+            import ../vllm.nix { inherit lib; } {
+              inherit vllm;
+              vllm-timings = cfg.package;
+              patchsets = map (p: "${p}") cfg.patchsets;
+            };
+        };
+        warnings = lib.optional (cfg.dockerGroup != null && unit == null) ''
+          ${opt}.dockerGroup = "${cfg.dockerGroup}" changes nothing: services.llama-swap.enable is false and ${opt}.serviceName is null, so no unit gets the group. If you run llama-swap from a unit of your own, set ${opt}.serviceName to its name.'';
+      }
+      (lib.mkIf (cfg.dockerGroup != null && unit != null) {
+        # (mkIf reads the attribute names even when its condition is false.)
+        systemd.services.${if unit == null then "llama-swap" else unit}.serviceConfig.SupplementaryGroups =
+          [ cfg.dockerGroup ];
+      })
+    ];
 }

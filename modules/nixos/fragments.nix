@@ -24,20 +24,38 @@
 #                         #   patcher and ends with ";". It is already escaped for the
 #                         #   double quotes of -c "...".
 #   fragments.mkCmd {     # the whole llama-swap `cmd` string, as `vllm-timings nix model` gives
-#     image;                  # Docker image
-#     serveArgs ? [ ];        # argv words after `vllm serve`, passed literally (each is quoted)
+#     image;                  # Docker image (not with venv)
+#     serveArgs ? [ ];        # argv words after `vllm serve` (or after the entrypoint): strings,
+#                             #   passed literally (each is quoted), or `fragments.raw "..."`,
+#                             #   bash text left unquoted so that bash expands it, such as
+#                             #   "\${VAR:+--flag}" (bash -c form only). A plain string holding a
+#                             #   bash expansion (${...} other than a macro, or $NAME) is refused.
+#     before ? [ ];           # bash statements run in the container, in order and verbatim,
+#                             #   before the patcher ("set -e", "pip install xxhash -q", ...);
+#                             #   each gets its ";" (do not end one in ";")
 #     extraDockerArgs ? [ ];  # more `docker run` words, passed literally
-#     env ? { };              # container environment: each becomes -e NAME=VALUE
+#     env ? { };              # container environment: NAME = "VALUE" becomes -e NAME=VALUE;
+#                             #   NAME = null becomes -e NAME (llama-swap's own value passes through)
+#     publish ? "127.0.0.1:\${PORT}:8000";  # the `docker run -p` mapping; must publish ${PORT}
 #     docker ? "docker";      # the docker (or podman) executable
 #     macros ? { };           # the model's llama-swap macros, which words may use as ${name}
 #                             #   (strings, numbers or booleans)
+#     entrypoint ? null;      # a list: the image's own entrypoint, e.g. [ "bash" "docker/entrypoint.sh" ].
+#                             #   The patcher becomes the container's entrypoint and runs it through
+#                             #   `vllm-timings exec -- ENTRYPOINT SERVEARGS`, with no bash -c layer.
+#     venv ? null;            # a host virtualenv holding bin/vllm: no Docker at all; the cmd is
+#                             #   `BINARY exec --vllm-bin VENV/bin/vllm -- VENV/bin/vllm serve SERVEARGS`,
+#                             #   and serveArgs must use ${PORT} (--port ${PORT}).
 #   }
-#   fragments.mkModel { same arguments as mkCmd }
-#     # => { cmd; cmdStop; proxy; checkEndpoint; macros (only when not empty); }
-#     #    a model entry for llama-swap's `models`
+#   fragments.mkModel { same arguments as mkCmd, and any other attribute }
+#     # => { cmd; cmdStop (not with venv); proxy; checkEndpoint; macros (only when not empty); }
+#     #    a model entry for llama-swap's `models`. Attributes mkModel does not take (name,
+#     #    metadata, aliases, ttl, ...) are passed through; cmdStop, proxy and checkEndpoint given
+#     #    that way replace the defaults; cmd is refused.
+#   fragments.raw TEXT  # a serve argument that bash reads unquoted (see serveArgs)
 #
-# The cmd runs `docker run --rm --name ${MODEL_ID}`, publishes
-# 127.0.0.1:${PORT} to vLLM's default port 8000 and ends in a newline.
+# In the Docker forms the cmd runs `docker run --rm --name ${MODEL_ID}`, publishes
+# 127.0.0.1:${PORT} to vLLM's default port 8000 (see publish) and ends in a newline.
 # Words may use the llama-swap macros ${MODEL_ID}, ${PORT} and the declared
 # macros, which llama-swap substitutes; any other ${NAME} is refused, because
 # llama-swap refuses to load it. Macro values must be plain words (no spaces
@@ -47,13 +65,8 @@
 # evaluation fail with a message that says what to change. vllm-timings (Go)
 # checks more: it refuses every non-printable character, while this file
 # refuses ASCII controls and the usual invisible Unicode characters only.
-{
-  binary,
-  mountPath ? "/patches/vllm-timings",
-  onFailure ? "warn",
-  patchsets ? [ ],
-}:
 let
+  # What does not depend on the arguments is computed once per import.
   inherit (builtins)
     all
     attrNames
@@ -168,14 +181,17 @@ let
     if hasAny [ "\n" ] s then
       fail what s
         "contains a newline; llama-swap's cmd is split into lines before it is run, so a newline cannot be passed through. Remove it or choose another name."
-    else if hasAny unprintable s then
+    else if match "[ -~]*" s == null && hasAny unprintable s then
       fail what s
         "contains a non-printable character; llama-swap's command splitter does not understand the $'...' quoting it would need. Remove it or choose another name."
     else
       s;
 
-  checkPath =
-    what: p:
+  checkPath = checkPathFor true;
+  # A host path that docker run -v never sees may hold ":".
+  checkHostPath = checkPathFor false;
+  checkPathFor =
+    docker: what: p:
     let
       s = toString p;
     in
@@ -195,7 +211,7 @@ let
       hasAny [ "//" "/./" "/../" ] s || hasSuffix "/" s || hasSuffix "/." s || hasSuffix "/.." s
     then
       fail what s "is not a clean path; remove \"//\", \"/./\", \"/../\" and any trailing \"/\"."
-    else if hasAny [ ":" ] s then
+    else if docker && hasAny [ ":" ] s then
       fail what s
         "contains \":\", which docker run -v uses to separate HOST:CONTAINER:OPTIONS; rename the file or use a path without \":\"."
     else if macroRefs s != [ ] then
@@ -297,6 +313,51 @@ let
   # llama-swap still substitutes macros there.
   dq = replaceStrings [ "\\" "\"" ] [ "\\\\" "\\\"" ];
 
+  # The arguments mkCmd takes, and the attributes mkModel builds.
+  inputs = [
+    "image"
+    "serveArgs"
+    "before"
+    "extraDockerArgs"
+    "env"
+    "publish"
+    "docker"
+    "macros"
+    "entrypoint"
+    "venv"
+  ];
+  # A misspelt input would be passed through by mkModel and ignored by
+  # llama-swap, so names that differ from an input only in case or a final
+  # "s" are refused: nearInputs maps those spellings, lower-cased, to the
+  # input.
+  lower = replaceStrings (genList (i: substring i 1 "ABCDEFGHIJKLMNOPQRSTUVWXYZ") 26) (
+    genList (i: substring i 1 "abcdefghijklmnopqrstuvwxyz") 26
+  );
+  nearInputs = builtins.listToAttrs (
+    builtins.concatMap (
+      i:
+      let
+        l = lower i;
+      in
+      map (name: {
+        inherit name;
+        value = i;
+      }) [
+        l
+        "${l}s"
+        (if hasSuffix "s" l then substring 0 (stringLength l - 1) l else l)
+      ]
+    ) inputs
+  );
+  nearInput = name: if elem name inputs then null else nearInputs.${lower name} or null;
+in
+{
+  binary,
+  mountPath ? "/patches/vllm-timings",
+  onFailure ? "warn",
+  patchsets ? [ ],
+}:
+let
   mount = checkPath "mountPath" mountPath;
   host = checkPath "binary" binary;
   failure =
@@ -379,13 +440,28 @@ let
     else
       fail "macros" (typeOf macros) "must be an attribute set.";
 
-  # A word may use the known macros only.
+  # A word may use the known macros only. ctx says who reads it after
+  # llama-swap, for the advice: "noShell" (docker run words, the exec forms'
+  # argv), "serve" (a plain serve argument, quoted for bash -c) or "bash"
+  # (bash text as it is: a before statement, a raw argument).
   checkWord =
-    known: what: w:
+    known: ctx: what: w:
     let
       s = if isString w || isInt w then toString w else fail what (typeOf w) "must be a string.";
       refs = macroRefs (checkText what s);
-      unknown = filter (n: !(elem n known)) refs;
+      unknown = filter (n: !(known ? ${n})) refs;
+      name = builtins.head unknown;
+      # llama-swap substitutes, then refuses any ${NAME} left, so text
+      # around a macro must not make one (''${''${PORT}} becomes ''${5800}).
+      names = attrNames known;
+      substituted = replaceStrings (map (n: "\${${n}}") names) (map (n: known.${n}) names) s;
+      advice =
+        if ctx == "serve" then
+          " Declare it in macros, or, if bash should expand the variable ${name}, pass the argument raw and without braces: (vt.raw \"\$${name}\")."
+        else if ctx == "bash" then
+          " Declare it in macros, or write \$${name} (or \${${name}:-}) if bash should expand the variable ${name}: llama-swap leaves those to bash."
+        else
+          " Declare it in macros; no shell reads this word, so nothing would expand a variable here.";
     in
     if envRefs s != [ ] then
       fail what s
@@ -394,9 +470,59 @@ let
       fail what s "uses \${PID}, which llama-swap allows only in cmdStop."
     else if unknown != [ ] then
       fail what s
-        "uses the unknown macro \${${builtins.head unknown}}; llama-swap refuses to load a cmd with an unknown macro. Declare it in macros, or drop the braces if bash should expand a variable."
+        "uses the unknown macro \${${name}}; llama-swap refuses to load a cmd with an unknown macro.${advice}"
+    else if macroRefs substituted != [ ] then
+      fail what s
+        "becomes a macro reference like \${${builtins.head (macroRefs substituted)}} once llama-swap substitutes its macros, and llama-swap refuses unknown ones; do not put a macro inside \${...}."
     else
       s;
+
+  hasInfix = needle: s: hasAny [ needle ] s;
+
+  # A plain serve argument must hold no bash expansion: quoting would hand
+  # the text to vLLM unexpanded. Known macros are llama-swap's.
+  checkExpansion =
+    known: inBash: what: s:
+    let
+      names = attrNames known;
+      rest = replaceStrings (map (n: "\${${n}}") names) (map (_: "") names) s;
+    in
+    if !(hasInfix "\${" rest) && match ".*[$][A-Za-z_].*" s == null then
+      s
+    else if inBash then
+      fail what s
+        "holds a bash expansion, which would reach vLLM unexpanded, because serve arguments are quoted. To let bash expand it, pass the argument raw: (vt.raw ${toJSON s}). To pass the text as it is, single-quote it inside raw."
+    else
+      fail what s
+        "holds a bash expansion, but no shell runs this command (the entrypoint and venv forms run it directly), so it would reach the command unexpanded; write the value itself.";
+
+  endsUnescaped = op: s: hasSuffix op s && !(hasSuffix "\\${op}" s);
+  checkComment =
+    what: s:
+    if match "#.*|.*[ \t;&|()<>]#.*" s != null then
+      fail what s
+        "holds a comment: bash would ignore the rest of the command after \"#\", the patcher and vLLM included. Remove the comment, or write a literal \"#\" as \"\\#\"."
+    else
+      s;
+  # A before statement gets "; " after it, so it may not end in an operator.
+  checkStatement =
+    what: s:
+    let
+      trimmed = if match " *" s != null then "" else builtins.head (match "(.*[^ ]) *" s);
+    in
+    if trimmed == "" then
+      fail what s "is empty; remove it."
+    else if endsUnescaped ";" trimmed then
+      fail what s "ends in \";\"; vllm-timings ends every statement with \";\" itself, so drop yours."
+    else if
+      endsUnescaped "&&" trimmed || endsUnescaped "||" trimmed || endsUnescaped "|" trimmed
+    then
+      fail what s "ends in an unfinished command; complete it, or drop the operator."
+    else if endsUnescaped "&" trimmed then
+      fail what s
+        "ends in \"&\", which \";\" cannot follow; put the background command in braces: \"{ ${trimmed} }\"."
+    else
+      checkComment what s;
 
   checkEnvName =
     name:
@@ -406,70 +532,258 @@ let
     else
       name;
 
+  rawType = "vllm-timings-raw";
+  raw =
+    text:
+    if isString text then
+      {
+        _type = rawType;
+        inherit text;
+      }
+    else
+      fail "raw" (typeOf text) "must be a string.";
+  isRaw = a: isAttrs a && (a._type or null) == rawType;
+
+  checkNames =
+    fn: args:
+    let
+      near = filter (n: nearInput n != null) (attrNames args);
+    in
+    if near != [ ] then
+      throw "vllm-timings fragments.nix: ${fn}: unexpected argument '${builtins.head near}'; did you mean '${nearInput (builtins.head near)}'?"
+    else
+      args;
+
   # Builds the cmd and the quoted docker word for mkCmd and mkModel.
   build =
-    {
-      image,
-      serveArgs ? [ ],
-      extraDockerArgs ? [ ],
-      env ? { },
-      docker ? "docker",
-      macros ? { },
-    }:
+    args:
     let
+      image = args.image or null;
+      serveArgs = args.serveArgs or [ ];
+      before = args.before or [ ];
+      extraDockerArgs = args.extraDockerArgs or [ ];
+      env = args.env or { };
+      publish = args.publish or null;
+      docker = args.docker or "docker";
+      macros = args.macros or { };
+      entrypoint = args.entrypoint or null;
+      venv = args.venv or null;
+
       checkedMacros = checkMacros macros;
-      known = [
-        "PORT"
-        "MODEL_ID"
-      ]
-      ++ attrNames checkedMacros;
-      word = what: w: quoteWord (checkWord known what w);
+      # The macros words may use, with the values checkWord substitutes:
+      # "0" stands for PORT and MODEL_ID (digits and name characters).
+      known = {
+        PORT = "0";
+        MODEL_ID = "0";
+      }
+      // builtins.mapAttrs (_: toString) checkedMacros;
+      word = what: w: quoteWord (checkWord known "noShell" what w);
       list = what: l: if isList l then l else fail what (typeOf l) "must be a list of strings.";
+      serveList = list "serveArgs" serveArgs;
+      beforeList = list "before" before;
+      rawArgs = filter isRaw serveList;
+
+      form =
+        if venv != null then
+          "venv"
+        else if entrypoint != null then
+          if isList entrypoint && entrypoint != [ ] then
+            "entrypoint"
+          else
+            fail "entrypoint" entrypoint
+              "must be a non-empty list of words, the image's entrypoint, e.g. [ \"bash\" \"docker/entrypoint.sh\" ]."
+        else
+          "bash";
+
+      # Options that only the Docker forms, or only bash -c, can use.
+      dockerOnly = filter (n: n != null) [
+        (if entrypoint != null then "entrypoint" else null)
+        (if image != null then "image" else null)
+        (if docker != "docker" then "docker" else null)
+        (if extraDockerArgs != [ ] then "extraDockerArgs" else null)
+        (if env != { } then "env" else null)
+        (if publish != null then "publish" else null)
+        (if mountPath != "/patches/vllm-timings" then "mountPath" else null)
+      ];
+      checkForm =
+        if form == "venv" && dockerOnly != [ ] then
+          fail (builtins.head dockerOnly) venv
+            "does not apply with venv, which runs vLLM on this host without Docker; remove ${builtins.head dockerOnly}, or drop venv to run the image."
+        else if form != "bash" && beforeList != [ ] then
+          fail "before" (builtins.head beforeList)
+            "needs bash -c, but ${form} runs the command directly, with no shell; put the statements into a script of your own, or drop ${form}."
+        else if form != "bash" && rawArgs != [ ] then
+          fail "serveArgs" (builtins.head rawArgs).text
+            "is raw, which needs bash -c, but ${form} runs the command directly; write the value itself."
+        else
+          true;
+
+      # A serve argument as bash -c text (plain: quoted; raw: as it is), or
+      # as a word that no shell reads.
+      serveBash =
+        a:
+        if isRaw a then
+          checkComment "serveArgs" (checkWord known "bash" "serveArgs" a.text)
+        else if isAttrs a then
+          fail "serveArgs" "<attribute set>" "must be a string, or (vt.raw \"...\") for bash text."
+        else
+          quoteWord (checkExpansion known true "serveArgs" (checkWord known "serve" "serveArgs" a));
+      serveExec =
+        a:
+        if isAttrs a then
+          fail "serveArgs" "<attribute set>" "must be a string."
+        else
+          quoteWord (checkExpansion known false "serveArgs" (checkWord known "noShell" "serveArgs" a));
+
       dockerWord = word "docker" docker;
+      publishWord =
+        let
+          p = if publish == null then "127.0.0.1:\${PORT}:8000" else publish;
+        in
+        if !isString p then
+          fail "publish" (typeOf p) "must be a string such as \"\${PORT}:8000\"."
+        else if !(hasInfix "\${PORT}" p) then
+          fail "publish" p
+            "does not publish \${PORT}; llama-swap's proxy connects to 127.0.0.1:\${PORT}, so map that port to vLLM's, for example \"\${PORT}:8000\" for all interfaces, or the default \"127.0.0.1:\${PORT}:8000\"."
+        else
+          word "publish" p;
       envWords = map (
-        name: "-e " + word "env.${name}" "${checkEnvName name}=${checkWord known "env.${name}" env.${name}}"
-      ) (attrNames (if isAttrs env then env else fail "env" (typeOf env) "must be an attribute set."));
+        name:
+        let
+          v = env.${name};
+        in
+        "-e "
+        + word "env.${name}" (
+          if v == null then
+            checkEnvName name
+          else
+            "${checkEnvName name}=${checkWord known "noShell" "env.${name}" v}"
+        )
+      ) (attrNames (if isAttrs env then env else fail "env" (typeOf env) "must be an attribute set: the container's environment. (llama-swap's own env list can be added to mkModel's result with //.)"));
       extra = map (word "extraDockerArgs") (list "extraDockerArgs" extraDockerArgs);
-      serve = map (a: " " + dq (word "serveArgs" a)) (list "serveArgs" serveArgs);
       imageWord =
-        if image == "" then
+        if image == null || image == "" then
           fail "image" image "is missing; give the Docker image, for example vllm/vllm-openai:latest."
         else
           word "image" image;
-      lines = [
+
+      statements = concatStringsSep "" (
+        map (st: dq (checkStatement "before" (checkWord known "bash" "before" st)) + "; ") beforeList
+      );
+      execOwn =
+        patchsetPaths: vllmBin:
+        [
+          "exec"
+          "--on-failure"
+          failure
+        ]
+        ++ builtins.concatMap (p: [
+          "--patchset"
+          p
+        ]) patchsetPaths
+        ++ (
+          if vllmBin == null then
+            [ ]
+          else
+            [
+              "--vllm-bin"
+              vllmBin
+            ]
+        );
+
+      dockerLines = [
         "${dockerWord} run --rm --name \${MODEL_ID}"
-        "-p 127.0.0.1:\${PORT}:8000"
+        "-p ${publishWord}"
         dockerArgs
       ]
       ++ envWords
       ++ (if extra == [ ] then [ ] else [ (concatStringsSep " " extra) ])
-      ++ [
-        "--entrypoint /bin/bash"
-        imageWord
-        ("-c \"" + cmdPrefix + " exec vllm serve" + concatStringsSep "" serve + "\"")
-      ];
+      ++ (
+        if form == "entrypoint" then
+          [
+            "--entrypoint ${shQuote mount}"
+            imageWord
+            (concatStringsSep " " (
+              map shQuote (execOwn (map (m: m.container) patchsetMounts) null ++ [ "--" ])
+              ++ map (word "entrypoint") entrypoint
+              ++ map serveExec serveList
+            ))
+          ]
+        else
+          [
+            "--entrypoint /bin/bash"
+            imageWord
+            (
+              "-c \""
+              + statements
+              + cmdPrefix
+              + " exec vllm serve"
+              + concatStringsSep "" (map (a: " " + dq (serveBash a)) serveList)
+              + "\""
+            )
+          ]
+      );
+
+      venvPath = checkHostPath "venv" venv;
+      vllmBin = "${venvPath}/bin/vllm";
+      venvLines =
+        if !(builtins.any (a: isString a && hasInfix "\${PORT}" a) serveList) then
+          fail "venv" venv
+            "runs vLLM on this host, but no serve argument uses \${PORT}; llama-swap proxies to 127.0.0.1:\${PORT}, and vLLM listens on port 8000 unless told otherwise, so add the serve arguments \"--host\" \"127.0.0.1\" \"--port\" \"\${PORT}\"."
+        else
+          [
+            (concatStringsSep " " (
+              map shQuote (
+                [ host ] ++ execOwn (map (m: m.host) patchsetMounts) vllmBin
+              )
+            ))
+            (concatStringsSep " " (
+              [ "--" ]
+              ++ map (word "venv") [
+                vllmBin
+                "serve"
+              ]
+              ++ map serveExec serveList
+            ))
+          ];
+      lines = if form == "venv" then venvLines else dockerLines;
     in
     {
-      # Check the macros even when no word uses them.
-      cmd = builtins.seq checkedMacros (concatStringsSep " \\\n  " lines + "\n");
+      # Check the macros and the form even when no word uses them.
+      cmd = builtins.seq checkedMacros (
+        builtins.seq checkForm (concatStringsSep " \\\n  " lines + "\n")
+      );
       macros = checkedMacros;
-      inherit dockerWord;
+      inherit dockerWord form;
     };
 
-  mkCmd = args: (build args).cmd;
+  mkCmd =
+    args:
+    let
+      unknown = filter (n: !(elem n inputs)) (attrNames (checkNames "mkCmd" args));
+    in
+    if unknown != [ ] then
+      throw "vllm-timings fragments.nix: mkCmd: unexpected argument '${builtins.head unknown}'; it takes ${concatStringsSep ", " inputs}. (mkModel passes other attributes through.)"
+    else
+      (build args).cmd;
 
   mkModel =
     args:
     let
-      b = build args;
+      b = build (checkNames "mkModel" args);
+      passed = removeAttrs args inputs;
     in
-    {
-      inherit (b) cmd;
-      cmdStop = "${b.dockerWord} stop \${MODEL_ID}";
-      proxy = "http://127.0.0.1:\${PORT}";
-      checkEndpoint = "/v1/models";
-    }
-    // (if b.macros == { } then { } else { inherit (b) macros; });
+    if passed ? cmd then
+      throw "vllm-timings fragments.nix: mkModel: cmd is what mkModel builds; use mkCmd to build a cmd for an entry of your own."
+    else
+      {
+        inherit (b) cmd;
+        proxy = "http://127.0.0.1:\${PORT}";
+        checkEndpoint = "/v1/models";
+      }
+      // (if b.form == "venv" then { } else { cmdStop = "${b.dockerWord} stop \${MODEL_ID}"; })
+      // (if b.macros == { } then { } else { inherit (b) macros; })
+      // passed;
 in
 {
   inherit
@@ -477,5 +791,6 @@ in
     cmdPrefix
     mkCmd
     mkModel
+    raw
     ;
 }

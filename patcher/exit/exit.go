@@ -14,8 +14,8 @@
 // The command's --help prints that table and so does the README, and a
 // test keeps the README equal to it. 0, 1 and 2 are shared (OK, Internal,
 // Usage); the others belong to one package each, in the ranges the
-// developers' guide allocates (patcher 3-9, nixgen 10-19, verify 20-29,
-// ...), and a test refuses a code two packages claim.
+// developers' guide allocates (patcher 3-9, nixgen 10-19 and 50-54,
+// verify 20-29, ...), and a test refuses a code two packages claim.
 package exit
 
 import (

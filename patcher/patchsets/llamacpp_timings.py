@@ -3,20 +3,35 @@
 
 vllm-timings installs this module as ``vllm/_llamacpp_timings.py`` and adds
 a few calls to vLLM's serving code. It uses only the standard library and
-never raises into the request path: on any surprise the response simply has
-no ``timings``.
+never raises into the request path: each function the serving code calls
+catches everything once, at its top, and on any surprise the response
+simply has no ``timings``.
 
 The numbers follow llama-server: ``prompt_n`` counts the prompt tokens that
 were actually evaluated, so tokens reused from the prefix cache are excluded
 (they are ``cache_n``). Times come from vLLM's per-request
-``RequestStateStats`` (engine monotonic clock):
+``RequestStateStats`` (engine monotonic clock). For one request:
 
 * prompt_ms    = first_token_ts - scheduled_ts
 * predicted_ms = last_token_ts - first_token_ts
 
 For several requests (a multi-prompt /v1/completions call, or the n>1
-children of one request) the interval runs from the earliest start to the
-latest end, and the counts are summed by the caller.
+children of one request) the whole span, from the earliest scheduled_ts to
+the latest last_token_ts, is split in two parts that add up to it:
+prompt_ms is the time during which some prompt was being evaluated (the
+union of the [scheduled_ts, first_token_ts] intervals) and predicted_ms is
+the rest. The counts are summed by the caller.
+
+vLLM 0.25 and later can add their own per-request ``metrics`` object
+(``--enable-per-request-metrics``). llama-swap reads both objects and, when
+``metrics`` has them, recomputes the speeds from
+``metrics.time_to_first_token_ms`` and ``metrics.mean_itl_ms``, subtracting
+the cached tokens from ``prompt_n`` a second time. So on a response that
+gets ``timings``, those two fields are set to None (vLLM's own "unknown"):
+llama-swap then shows the speeds of ``timings``. Nothing is lost: for the
+one request such a response describes, time_to_first_token_ms equals
+prompt_ms, and mean_itl_ms is metrics.generation_time_ms divided by one
+less than usage.completion_tokens. docs/llama-swap.md has the reasoning.
 
 With speculative decoding, vLLM versions that report per-sequence draft
 counts (``CompletionOutput.spec_decode_metrics``, with
@@ -37,19 +52,9 @@ __all__ = [
     "StreamTracker",
 ]
 
-_FIELDS = (
-    "prompt_n",
-    "prompt_ms",
-    "prompt_per_token_ms",
-    "prompt_per_second",
-    "predicted_n",
-    "predicted_ms",
-    "predicted_per_token_ms",
-    "predicted_per_second",
-    "cache_n",
-)
-
-_DRAFT_FIELDS = ("draft_n", "draft_n_accepted")
+# The fields of vLLM's per-request metrics from which llama-swap recomputes
+# speeds that timings already give (see the module docstring).
+_RATE_SOURCES = ("time_to_first_token_ms", "mean_itl_ms")
 
 
 def _count(value):
@@ -70,22 +75,47 @@ def _stamp(stats, name):
     return value
 
 
-def _span_ms(starts, ends, pick_start, pick_end):
-    """Milliseconds from the chosen start to the chosen end, 0.0 if unknown."""
-    starts = [s for s in starts if s is not None]
-    ends = [e for e in ends if e is not None]
-    if not starts or not ends:
-        return 0.0
-    ms = (pick_end(ends) - pick_start(starts)) * 1000.0
-    if not math.isfinite(ms) or ms < 0.0:
-        return 0.0
-    return ms
+def _spans_ms(many):
+    """(prompt_ms, predicted_ms) of one or more requests' stats.
+
+    A request without a first token contributes nothing. An unknown or
+    later scheduled_ts counts as first_token_ts (no prompt time is known),
+    an unknown or earlier last_token_ts as first_token_ts (no generation
+    time is known).
+    """
+    intervals, ends = [], []
+    for s in many:
+        first = _stamp(s, "first_token_ts")
+        if first is None:
+            continue
+        scheduled = _stamp(s, "scheduled_ts")
+        last = _stamp(s, "last_token_ts")
+        intervals.append((first if scheduled is None or scheduled > first else scheduled, first))
+        ends.append(first if last is None or last < first else last)
+    if not intervals:
+        return 0.0, 0.0
+    intervals.sort()
+    prompt = 0.0
+    start, end = intervals[0]
+    for a, b in intervals[1:]:
+        if a > end:
+            prompt += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    prompt += end - start
+    whole = max(ends) - intervals[0][0]
+    prompt_ms, predicted_ms = prompt * 1000.0, (whole - prompt) * 1000.0
+    if not (math.isfinite(prompt_ms) and math.isfinite(predicted_ms)):
+        return 0.0, 0.0
+    return max(prompt_ms, 0.0), max(predicted_ms, 0.0)
 
 
 def _rates(n, ms):
     """(per_token_ms, per_second), each 0.0 where undefined."""
-    per_token = ms / n if n > 0 and ms > 0.0 else 0.0
-    per_second = n * 1000.0 / ms if n > 0 and ms > 0.0 else 0.0
+    if n <= 0 or ms <= 0.0:
+        return 0.0, 0.0
+    per_token, per_second = ms / n, n * 1000.0 / ms
     if not (math.isfinite(per_token) and math.isfinite(per_second)):
         return 0.0, 0.0
     return per_token, per_second
@@ -135,9 +165,18 @@ def _choice_spec(output):
     return [getattr(c, "spec_decode_metrics", None) for c in getattr(output, "outputs", None) or ()]
 
 
-def _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
-    if stats is None:
+def _draft_fields(drafts):
+    """{"draft_n": .., "draft_n_accepted": ..} from a (drafted, accepted)
+    pair, or None: a bad pair drops the two fields, never the timings."""
+    if not isinstance(drafts, (list, tuple)) or len(drafts) != 2:
         return None
+    drafted, accepted = _count(drafts[0]), _count(drafts[1])
+    if drafted is None or accepted is None or accepted > drafted:
+        return None
+    return {"draft_n": drafted, "draft_n_accepted": accepted}
+
+
+def _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts):
     many = stats if isinstance(stats, (list, tuple)) else [stats]
     many = [s for s in many if s is not None]
     if not many:
@@ -148,13 +187,8 @@ def _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
     prompt = _count(prompt_tokens) or 0
     cached = min(_count(cached_tokens) or 0, prompt)
 
-    scheduled = [_stamp(s, "scheduled_ts") for s in many]
-    first = [_stamp(s, "first_token_ts") for s in many]
-    last = [_stamp(s, "last_token_ts") for s in many]
-
     prompt_n = prompt - cached
-    prompt_ms = _span_ms(scheduled, first, min, max)
-    predicted_ms = _span_ms(first, last, min, max)
+    prompt_ms, predicted_ms = _spans_ms(many)
     prompt_per_token, prompt_per_second = _rates(prompt_n, prompt_ms)
     predicted_per_token, predicted_per_second = _rates(predicted, predicted_ms)
     timings = {
@@ -174,18 +208,25 @@ def _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
     return timings
 
 
-def _draft_fields(drafts):
-    """{"draft_n": .., "draft_n_accepted": ..} from a (drafted, accepted)
-    pair, or None: a bad pair drops the two fields, never the timings."""
-    try:
-        if drafts is None or len(drafts) != 2:
-            return None
-        drafted, accepted = _count(drafts[0]), _count(drafts[1])
-    except Exception:  # noqa: BLE001
-        return None
-    if drafted is None or accepted is None or accepted > drafted:
-        return None
-    return dict(zip(_DRAFT_FIELDS, (drafted, accepted)))
+def _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, drafts):
+    """Set response.timings; counts default to the response's own usage,
+    so the timings always agree with it."""
+    if prompt_tokens is None or predicted_tokens is None:
+        usage = getattr(response, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        predicted_tokens = getattr(usage, "completion_tokens", None)
+    timings = _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts)
+    if timings is None:
+        # A response without stats keeps its exact previous shape.
+        return
+    # vLLM's OpenAIBaseModel allows extra fields, so this adds "timings" to
+    # the serialized response without changing its schema.
+    response.timings = timings
+    metrics = getattr(response, "metrics", None)
+    if metrics is not None:
+        for name in _RATE_SOURCES:
+            if getattr(metrics, name, None) is not None:
+                setattr(metrics, name, None)
 
 
 def build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
@@ -198,67 +239,53 @@ def build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=
     given. Never raises.
     """
     try:
-        return _build(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts)
+        return _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts)
     except Exception:  # noqa: BLE001 - never break a response over timings
         return None
 
 
-def _usage_counts(response):
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return None, None
-    return getattr(usage, "prompt_tokens", None), getattr(
-        usage, "completion_tokens", None
-    )
-
-
-def _set(response, timings):
-    if timings is not None:
-        # vLLM's OpenAIBaseModel allows extra fields, so this adds "timings"
-        # to the serialized response without changing its schema; a response
-        # without stats keeps its exact previous shape.
-        response.timings = timings
-
-
 def attach(response, stats, cached_tokens, prompt_tokens=None, predicted_tokens=None, drafts=None):
-    """Set ``response.timings`` from one request's stats.
+    """Set ``response.timings`` from one request's stats (or a list of
+    requests' stats).
 
-    Counts default to the response's own ``usage``, so the timings always
-    agree with it.
+    Counts default to the response's own ``usage``. A vLLM ``metrics``
+    object on the response loses the two fields llama-swap would recompute
+    the speeds from (see the module docstring). Never raises.
     """
     try:
-        if prompt_tokens is None or predicted_tokens is None:
-            prompt_tokens, predicted_tokens = _usage_counts(response)
-        _set(
-            response,
-            build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts),
-        )
+        _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, drafts)
     except Exception:  # noqa: BLE001
         pass
 
 
 def attach_output(response, output):
-    """Set ``response.timings`` from the request's final RequestOutput: its
-    stats, cached tokens and, where reported, draft counts."""
+    """``attach`` with the request's final RequestOutput: its stats, cached
+    tokens and, where reported, draft counts."""
     try:
-        attach(
+        _attach(
             response,
             getattr(output, "metrics", None),
             getattr(output, "num_cached_tokens", None),
-            drafts=_drafts(_choice_spec(output)),
+            None,
+            None,
+            _drafts(_choice_spec(output)),
         )
     except Exception:  # noqa: BLE001
         pass
 
 
 def attach_batch(response, outputs):
-    """Set ``response.timings`` for a (multi-prompt) list of RequestOutputs."""
+    """``attach`` for a (multi-prompt) list of RequestOutputs."""
     try:
         outputs = [o for o in outputs if o is not None]
-        stats = [getattr(o, "metrics", None) for o in outputs]
-        cached = sum(_count(getattr(o, "num_cached_tokens", None)) or 0 for o in outputs)
-        drafts = _drafts(m for o in outputs for m in _choice_spec(o))
-        attach(response, stats, cached, drafts=drafts)
+        _attach(
+            response,
+            [getattr(o, "metrics", None) for o in outputs],
+            sum(_count(getattr(o, "num_cached_tokens", None)) or 0 for o in outputs),
+            None,
+            None,
+            _drafts(m for o in outputs for m in _choice_spec(o)),
+        )
     except Exception:  # noqa: BLE001
         pass
 
@@ -291,9 +318,10 @@ class StreamTracker:
     (one per child of an n>1 request).
     """
 
-    __slots__ = ("_stats", "_cached", "_finished", "_spec", "_finish_chunks")
+    __slots__ = ("_stats", "_cached", "_finished", "_spec", "_finish_chunks", "_last")
 
     def __init__(self):
+        self._last = None
         self._stats = {}
         self._cached = {}
         self._finished = set()
@@ -301,23 +329,34 @@ class StreamTracker:
         self._finish_chunks = 0
 
     def observe(self, output):
+        # Called for every token of every stream, so it does as little as it
+        # can: a request's stats and cached tokens are noted when its stats
+        # object first shows up (the engine updates it in place), and a
+        # choice only when it finishes, which is also when vLLM hands over
+        # its spec_decode_metrics.
         try:
             stats = getattr(output, "metrics", None)
-            if stats is not None:
-                self._stats[id(stats)] = stats
-            request_id = getattr(output, "request_id", None)
-            cached = _count(getattr(output, "num_cached_tokens", None))
-            if cached is not None and request_id not in self._cached:
-                self._cached[request_id] = cached
+            if stats is not self._last:
+                self._last = stats
+                self._note(output, stats)
             for choice in getattr(output, "outputs", None) or ():
-                key = (request_id, getattr(choice, "index", 0))
                 if getattr(choice, "finish_reason", None) is not None:
+                    key = (getattr(output, "request_id", None), getattr(choice, "index", 0))
                     self._finished.add(key)
-                spec = getattr(choice, "spec_decode_metrics", None)
-                if spec is not None:
-                    self._spec[key] = spec
+                    spec = getattr(choice, "spec_decode_metrics", None)
+                    if spec is not None:
+                        self._spec[key] = spec
         except Exception:  # noqa: BLE001
             pass
+
+    def _note(self, output, stats):
+        if stats is not None:
+            self._stats[id(stats)] = stats
+        request_id = getattr(output, "request_id", None)
+        if request_id not in self._cached:
+            cached = _count(getattr(output, "num_cached_tokens", None))
+            if cached is not None:
+                self._cached[request_id] = cached
 
     def finish_chunk(self, expected):
         """Count one chunk that carries a finish_reason, as it is built.
@@ -328,8 +367,11 @@ class StreamTracker:
         choices' last tokens in one RequestOutput: all of those are observed
         before the first of their chunks is built.
         """
-        self._finish_chunks += 1
-        return self._finish_chunks == expected
+        try:
+            self._finish_chunks += 1
+            return self._finish_chunks == expected
+        except Exception:  # noqa: BLE001
+            return False
 
     def attach(self, chunk, prompt_tokens=None, predicted_tokens=None):
         """Set ``chunk.timings`` from everything observed so far."""
@@ -337,7 +379,7 @@ class StreamTracker:
             drafts = None
             if self._finished and set(self._spec) >= self._finished:
                 drafts = _drafts(self._spec[k] for k in self._finished)
-            attach(
+            _attach(
                 chunk,
                 list(self._stats.values()),
                 sum(self._cached.values()),

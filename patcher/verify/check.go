@@ -11,28 +11,36 @@ import (
 // Check names. Each Finding carries one, so tests and --json readers can tell
 // defects apart without parsing messages. doc.go says why each check exists.
 const (
-	CheckTimingsMissing  = "timings-missing"
-	CheckFieldMissing    = "field-missing"
-	CheckFieldType       = "field-type"
-	CheckNotFinite       = "not-finite"
-	CheckNegative        = "negative"
-	CheckNonStandardJSON = "non-standard-json"
-	CheckCacheInPromptN  = "cache-in-prompt-n"
-	CheckPromptCount     = "prompt-count"
-	CheckPredictedCount  = "predicted-count"
-	CheckCacheCount      = "cache-count"
-	CheckPerSecond       = "per-second"
-	CheckPerTokenMS      = "per-token-ms"
-	CheckWallTime        = "wall-time"
-	CheckDraft           = "draft"
-	CheckLlamaSwapLine   = "llama-swap-line"
-	CheckContentType     = "content-type"
-	CheckUsage           = "usage"
+	CheckTimingsMissing   = "timings-missing"
+	CheckFieldMissing     = "field-missing"
+	CheckFieldType        = "field-type"
+	CheckNotFinite        = "not-finite"
+	CheckNegative         = "negative"
+	CheckNonStandardJSON  = "non-standard-json"
+	CheckCacheInPromptN   = "cache-in-prompt-n"
+	CheckPromptCount      = "prompt-count"
+	CheckPredictedCount   = "predicted-count"
+	CheckCacheCount       = "cache-count"
+	CheckPerSecond        = "per-second"
+	CheckPerTokenMS       = "per-token-ms"
+	CheckWallTime         = "wall-time"
+	CheckDraft            = "draft"
+	CheckLlamaSwapLine    = "llama-swap-line"
+	CheckContentType      = "content-type"
+	CheckUsage            = "usage"
+	CheckLlamaSwapMetrics = "llama-swap-metrics"
+	CheckLlamaSwapRow     = "llama-swap-row"
 
 	// Notes: worth knowing, not a failure.
 	NoteNoUsage    = "no-usage"
 	NoteNoCacheHit = "no-cache-hit"
 	NoteNoDone     = "no-done"
+	// NoteOnePromptCached: a two-prompt completion's usage counts one
+	// prompt's cached tokens, so cache_n is not compared with it.
+	NoteOnePromptCached = "one-prompt-cached"
+	// NoteVLLMMetrics: the response carries vLLM's own per-request metrics;
+	// the note says what llama-swap makes of them.
+	NoteVLLMMetrics = "vllm-metrics"
 )
 
 // Finding is one failed check or note about a response.

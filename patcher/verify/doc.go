@@ -22,6 +22,11 @@
 //   - completion: /v1/completions, not streaming;
 //   - completion stream+usage: streaming with include_usage.
 //
+// With Multi (--multi), eight more: n=2 for chat and completions, each full,
+// streaming with include_usage and without it, and a two-prompt completion,
+// full and streaming with include_usage (n=2 is sampled: temperature 1,
+// seed 7). There several engine requests stand behind one response.
+//
 // Every prompt starts with a random nonce and a paragraph several KV-cache
 // blocks long (vLLM caches in blocks of 16 tokens): the first request is new
 // to the cache, and the ones after it share a prefix the cache can hit.
@@ -84,10 +89,27 @@
 //   - content-type: llama-swap parses a body as a stream only if its
 //     Content-Type contains text/event-stream.
 //   - usage: a usage count that is not an integer.
+//   - llama-swap-metrics: the response carries vLLM's own per-request
+//     "metrics" (vLLM 0.25 on, --enable-per-request-metrics) beside timings,
+//     with time_to_first_token_ms or mean_itl_ms, from which llama-swap
+//     recomputes the speeds (llamaswap.go's predictSwap follows its
+//     buildMetrics), and the speeds come out wrong: the prompt speed
+//     (prompt_n - cache_n) / time_to_first_token_ms subtracts the cache a
+//     second time, the generation speed is 1000 / mean_itl_ms. The patch
+//     clears those two fields where it adds timings; without them there is
+//     a note (vllm-metrics) saying llama-swap shows the speeds of timings.
+//   - llama-swap-row (with --llama-swap): the activity row llama-swap
+//     recorded for the request differs from the truth of the response's
+//     timings: input tokens = prompt_n, cached = cache_n, output =
+//     predicted_n, prompt and generation speed = x_n·1000/x_ms, duration at
+//     least prompt_ms + predicted_ms. llamaswap.go says how rows are found.
 //
 // Notes are printed but do not fail the run: no usage where one was expected
 // (no-usage), cache_n 0 on the repeated prompt (no-cache-hit; prefix caching
-// may be off), a stream without "data: [DONE]" (no-done).
+// may be off), a stream without "data: [DONE]" (no-done), a two-prompt
+// completion whose usage.prompt_tokens_details.cached_tokens counts one
+// prompt only, as vLLM reports it, so cache-count is not applied
+// (one-prompt-cached).
 //
 // # Failures to get an answer
 //
@@ -96,6 +118,8 @@
 // server unreachable 21, HTTP error 22 (also an "error" event inside a
 // stream, vLLM's way of failing after the 200 status), 401/403 23, timeout (per request,
 // --timeout) 24, a body or data: line that is not JSON 25, a connection
-// that broke mid-response 26, no model listed 27. Every answer received but
-// failing a check gives 20.
+// that broke mid-response 26, no model listed 27, and with --llama-swap no
+// usable activity API (404, not JSON, rows without the numbers: not a
+// llama-swap, or one too old) or no row recorded for a request 28. Every
+// answer received but failing a check gives 20.
 package verify

@@ -14,7 +14,7 @@ var ExitCodes exit.Table
 
 var (
 	_                = ExitCodes.Add(exit.OK, "every check passed")
-	_                = ExitCodes.Add(exit.Usage, "usage error (missing or malformed `--url`, bad flag)")
+	_                = ExitCodes.Add(exit.Usage, "usage error (missing or malformed `--url`, `--llama-swap` without `--model`, bad flag)")
 	ExitChecksFailed = ExitCodes.Add(20, "a response's timings failed a check")
 	ExitUnreachable  = ExitCodes.Add(21, "cannot connect (nothing listening, unknown host)")
 	ExitHTTP         = ExitCodes.Add(22, "HTTP error status (other than 401/403)")
@@ -23,6 +23,7 @@ var (
 	ExitNotJSON      = ExitCodes.Add(25, "a body or SSE `data:` line is not JSON")
 	ExitBroken       = ExitCodes.Add(26, "the connection broke before the response ended")
 	ExitNoModel      = ExitCodes.Add(27, "`/v1/models` lists no model: pass `--model`")
+	ExitLlamaSwapAPI = ExitCodes.Add(28, "`--llama-swap`: no usable activity API there (not llama-swap, or one too old), or no row recorded for a request")
 )
 
 // errorf is a verify failure: the message says which request failed and

@@ -117,6 +117,10 @@ func writeTable(w io.Writer, rep *Report) {
 		fmt.Fprintln(w, b.String())
 	}
 
+	if rep.LlamaSwap {
+		writeSwapTable(w, rep)
+	}
+
 	var lines []string
 	for _, r := range rep.Results {
 		for _, f := range r.Failures {
@@ -141,13 +145,84 @@ func writeTable(w io.Writer, rep *Report) {
 			failed++
 		}
 	}
+	swapWrong := 0
+	for _, r := range rep.Results {
+		for _, f := range r.Failures {
+			if f.Check == CheckLlamaSwapRow {
+				swapWrong++
+				break
+			}
+		}
+	}
 	switch {
 	case rep.Error != "" && rep.ExitCode != ExitChecksFailed:
-		fmt.Fprintf(w, "STOPPED after %d of %d requests\n", len(rep.Results), len(plan("")))
+		fmt.Fprintf(w, "STOPPED after %d of %d requests\n", len(rep.Results), rep.Planned)
+	case failed == 0 && rep.LlamaSwap:
+		fmt.Fprintf(w, "PASS: all %d responses carry correct timings, and llama-swap recorded the truth for each\n", len(rep.Results))
 	case failed == 0:
 		fmt.Fprintf(w, "PASS: all %d responses carry correct timings\n", len(rep.Results))
+	case rep.LlamaSwap:
+		fmt.Fprintf(w, "FAIL: %d of %d responses have wrong or missing timings or a wrong llama-swap row (llama-swap got %d wrong)\n", failed, len(rep.Results), swapWrong)
 	default:
 		fmt.Fprintf(w, "FAIL: %d of %d responses have wrong or missing timings\n", failed, len(rep.Results))
+	}
+}
+
+// writeSwapTable prints, per request, the truth beside what llama-swap
+// recorded: input (uncached prompt) tokens, cached tokens, prompt and
+// generation speed, and prompt_ms + predicted_ms beside llama-swap's
+// duration.
+func writeSwapTable(w io.Writer, rep *Report) {
+	fmt.Fprintf(w, "\nllama-swap's activity rows (each cell: truth / llama-swap)\n\n")
+	head := []string{"REQUEST", "ROW", "INPUT", "CACHED", "PROMPT_T/S", "GEN_T/S", "DURATION_MS", "RESULT"}
+	rows := [][]string{head}
+	for _, r := range rep.Results {
+		sc := r.LlamaSwap
+		if sc == nil {
+			continue
+		}
+		row := []string{r.Name, strconv.Itoa(sc.Row.ID), "", "", "", "", "", "pass"}
+		pair := func(truth, got string) string { return truth + " / " + got }
+		t := sc.Truth
+		if t == nil {
+			t = &SwapRow{}
+			row[7] = "no truth"
+		}
+		row[2] = pair(strconv.FormatInt(t.Input, 10), strconv.FormatInt(sc.Row.Input, 10))
+		row[3] = pair(strconv.FormatInt(t.Cached, 10), strconv.FormatInt(sc.Row.Cached, 10))
+		row[4] = pair(strconv.FormatFloat(t.PromptPerSecond, 'f', 2, 64), strconv.FormatFloat(sc.Row.PromptPerSecond, 'f', 2, 64))
+		row[5] = pair(strconv.FormatFloat(t.TokensPerSecond, 'f', 2, 64), strconv.FormatFloat(sc.Row.TokensPerSecond, 'f', 2, 64))
+		row[6] = pair(strconv.FormatFloat(t.DurationMS, 'f', 1, 64), strconv.FormatFloat(sc.Row.DurationMS, 'f', 0, 64))
+		if sc.Truth == nil {
+			row[2], row[3], row[4], row[5], row[6] = "- / "+strconv.FormatInt(sc.Row.Input, 10), "- / "+strconv.FormatInt(sc.Row.Cached, 10), "-", "-", "-"
+		}
+		for _, f := range r.Failures {
+			if f.Check == CheckLlamaSwapRow || f.Check == CheckLlamaSwapMetrics {
+				row[7] = "FAIL"
+			}
+		}
+		rows = append(rows, row)
+	}
+	width := make([]int, len(head))
+	for _, row := range rows {
+		for i, cell := range row {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	for _, row := range rows {
+		var b strings.Builder
+		for i, cell := range row {
+			pad := strings.Repeat(" ", width[i]-len([]rune(cell)))
+			switch {
+			case i == 0:
+				b.WriteString(cell + pad)
+			case i == len(row)-1:
+				b.WriteString("  " + cell)
+			default:
+				b.WriteString("  " + pad + cell)
+			}
+		}
+		fmt.Fprintln(w, b.String())
 	}
 }
 

@@ -25,7 +25,14 @@ const maxTokens = 16
 
 // Options are the inputs of one verify run.
 type Options struct {
-	URL     string        // server base URL; see NormalizeURL
+	URL string // server base URL; see NormalizeURL
+	// LlamaSwap, instead of URL, is the base URL of a llama-swap: the
+	// requests go through it, and its activity rows for them are checked
+	// against the truth (llamaswap.go).
+	LlamaSwap string
+	// Multi adds requests with n=2 and a two-prompt completion, so several
+	// engine requests share one response.
+	Multi   bool
 	Model   string        // "" means the first id that /v1/models lists
 	APIKey  string        // sent as a bearer token if set
 	JSON    bool          // print a JSON report instead of the table
@@ -53,8 +60,13 @@ type Request struct {
 	IncludeUsage bool   `json:"include_usage"`
 	// Repeats names the earlier request whose prompt this one sends again.
 	Repeats string `json:"repeats,omitempty"`
+	// N is the number of choices (n), 0 for one; Prompts the number of
+	// prompts of a completion, 0 for one (user, then user2).
+	N       int `json:"n,omitempty"`
+	Prompts int `json:"prompts,omitempty"`
 	system  string
 	user    string
+	user2   string
 }
 
 // Result is what verify found for one request.
@@ -65,8 +77,11 @@ type Result struct {
 	Usage    *Usage    `json:"usage,omitempty"` // nil if the response carried none
 	Failures []Finding `json:"failures"`
 	Notes    []Finding `json:"notes"`
+	// LlamaSwap is what llama-swap recorded, with --llama-swap.
+	LlamaSwap *SwapCheck `json:"llama_swap,omitempty"`
 
-	parsed Timings
+	parsed  Timings
+	metrics map[string]any // vLLM's own per-request metrics, if sent
 }
 
 // Passed reports whether every check passed.
@@ -81,17 +96,32 @@ keys and values of prompts it has seen, so a prompt that starts the same way as 
 one is processed faster, and the cached tokens are reported apart from the evaluated ones.
 Answer briefly and plainly, in one short sentence, without lists or headings.`
 
-// plan is the list of requests, in the order they are sent.
-func plan(nonce string) []Request {
+// plan is the list of requests, in the order they are sent; multi adds
+// those where several engine requests share one response.
+func plan(nonce string, multi bool) []Request {
 	system := "Run " + nonce + ". " + contextText
-	return []Request{
-		{Name: "chat", Path: "/v1/chat/completions", Chat: true, system: system, user: "Name a colour of the sky."},
-		{Name: "chat repeat", Path: "/v1/chat/completions", Chat: true, Repeats: "chat", system: system, user: "Name a colour of the sky."},
-		{Name: "chat stream+usage", Path: "/v1/chat/completions", Chat: true, Stream: true, IncludeUsage: true, system: system, user: "Name a fruit."},
-		{Name: "chat stream", Path: "/v1/chat/completions", Chat: true, Stream: true, system: system, user: "Name a tree."},
-		{Name: "completion", Path: "/v1/completions", system: system, user: "A colour of the sea is"},
-		{Name: "completion stream+usage", Path: "/v1/completions", Stream: true, IncludeUsage: true, system: system, user: "A kind of bird is"},
+	const chat, cmpl = "/v1/chat/completions", "/v1/completions"
+	p := []Request{
+		{Name: "chat", Path: chat, Chat: true, system: system, user: "Name a colour of the sky."},
+		{Name: "chat repeat", Path: chat, Chat: true, Repeats: "chat", system: system, user: "Name a colour of the sky."},
+		{Name: "chat stream+usage", Path: chat, Chat: true, Stream: true, IncludeUsage: true, system: system, user: "Name a fruit."},
+		{Name: "chat stream", Path: chat, Chat: true, Stream: true, system: system, user: "Name a tree."},
+		{Name: "completion", Path: cmpl, system: system, user: "A colour of the sea is"},
+		{Name: "completion stream+usage", Path: cmpl, Stream: true, IncludeUsage: true, system: system, user: "A kind of bird is"},
 	}
+	if !multi {
+		return p
+	}
+	return append(p,
+		Request{Name: "chat n=2", Path: chat, Chat: true, N: 2, system: system, user: "Name a colour."},
+		Request{Name: "chat n=2 stream+usage", Path: chat, Chat: true, N: 2, Stream: true, IncludeUsage: true, system: system, user: "Name a bird."},
+		Request{Name: "chat n=2 stream", Path: chat, Chat: true, N: 2, Stream: true, system: system, user: "Name a flower."},
+		Request{Name: "completion n=2", Path: cmpl, N: 2, system: system, user: "A kind of fish is"},
+		Request{Name: "completion n=2 stream+usage", Path: cmpl, N: 2, Stream: true, IncludeUsage: true, system: system, user: "A kind of stone is"},
+		Request{Name: "completion n=2 stream", Path: cmpl, N: 2, Stream: true, system: system, user: "A kind of tree is"},
+		Request{Name: "completion 2 prompts", Path: cmpl, Prompts: 2, system: system, user: "The sea is", user2: "The sky is"},
+		Request{Name: "completion 2 prompts stream+usage", Path: cmpl, Prompts: 2, Stream: true, IncludeUsage: true, system: system, user: "A road is", user2: "A hill is"},
+	)
 }
 
 func (rq Request) payload(model string) map[string]any {
@@ -101,12 +131,19 @@ func (rq Request) payload(model string) map[string]any {
 		"temperature": 0,
 		"stream":      rq.Stream,
 	}
-	if rq.Chat {
+	if rq.N > 1 {
+		// Several samples of one prompt: sampled, seeded.
+		p["n"], p["temperature"], p["seed"] = rq.N, 1.0, 7
+	}
+	switch {
+	case rq.Chat:
 		p["messages"] = []map[string]string{
 			{"role": "system", "content": rq.system},
 			{"role": "user", "content": rq.user},
 		}
-	} else {
+	case rq.Prompts == 2:
+		p["prompt"] = []string{rq.system + "\n\n" + rq.user, rq.system + "\n\n" + rq.user2}
+	default:
 		p["prompt"] = rq.system + "\n\n" + rq.user
 	}
 	// vLLM rejects stream_options on a request that does not stream.
@@ -118,10 +155,12 @@ func (rq Request) payload(model string) map[string]any {
 
 // Report is the outcome of a run.
 type Report struct {
-	URL     string    `json:"url"`
-	Model   string    `json:"model"`
-	Results []*Result `json:"results"`
-	Passed  bool      `json:"passed"`
+	URL       string    `json:"url"`
+	LlamaSwap bool      `json:"llama_swap,omitempty"` // URL is a llama-swap whose rows were checked
+	Model     string    `json:"model"`
+	Planned   int       `json:"-"` // requests in the plan
+	Results   []*Result `json:"results"`
+	Passed    bool      `json:"passed"`
 	// Error and ExitCode are set when the run stopped before all requests
 	// were answered.
 	Error    string    `json:"error,omitempty"`
@@ -151,7 +190,11 @@ func Run(ctx context.Context, o Options) error {
 // Collect sends the requests and checks the answers without printing. The
 // report holds the results so far even when it returns an error.
 func Collect(ctx context.Context, o Options) (*Report, error) {
-	base, err := NormalizeURL(o.URL)
+	raw := o.URL
+	if o.LlamaSwap != "" {
+		raw = o.LlamaSwap
+	}
+	base, err := NormalizeURL(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +215,8 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 		nonce = hex.EncodeToString(b[:])
 	}
 
-	rep := &Report{URL: base, Model: o.Model}
+	requests := plan(nonce, o.Multi)
+	rep := &Report{URL: base, LlamaSwap: o.LlamaSwap != "", Model: o.Model, Planned: len(requests)}
 	fail := func(err error) (*Report, error) {
 		rep.Error = err.Error()
 		if e, ok := err.(*exit.Error); ok {
@@ -189,12 +233,23 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Model = m
 	}
+	var sw *swap
+	if o.LlamaSwap != "" {
+		if sw, err = openSwap(ctx, c); err != nil {
+			return fail(err)
+		}
+	}
 
 	byName := map[string]*Result{}
-	for _, rq := range plan(nonce) {
+	for _, rq := range requests {
 		res, err := send(ctx, c, rq, rep.Model)
 		if err != nil {
 			return fail(err)
+		}
+		if sw != nil {
+			if err := sw.check(ctx, res, rep.Model); err != nil {
+				return fail(err)
+			}
 		}
 		if rq.Repeats != "" {
 			noteRepeat(res, byName[rq.Repeats])
@@ -210,7 +265,11 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Passed = failed == 0
 	if failed > 0 {
-		return fail(errorf(ExitChecksFailed, nil, "%d of %d responses failed the timings checks", failed, len(rep.Results)))
+		what := "the timings checks"
+		if sw != nil {
+			what = "the timings checks or llama-swap's rows"
+		}
+		return fail(errorf(ExitChecksFailed, nil, "%d of %d responses failed %s", failed, len(rep.Results), what))
 	}
 	return rep, nil
 }
@@ -283,6 +342,11 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 			in.timings = ev.obj["timings"]
 			in.nonStandard = ev.nonStandard
 		}
+		for _, ev := range st.events {
+			if m, ok := ev.obj["metrics"].(map[string]any); ok {
+				res.metrics = m
+			}
+		}
 		if st.usageLine >= 0 {
 			u, bad := parseUsage(st.events[st.usageLine].obj["usage"])
 			res.Usage = u
@@ -309,6 +373,7 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 			res.Usage = pu
 			res.Failures = append(res.Failures, bad...)
 		}
+		res.metrics, _ = obj["metrics"].(map[string]any)
 	}
 	// A stream without include_usage carries no usage by design.
 	if res.Usage == nil && (!rq.Stream || rq.IncludeUsage) {
@@ -320,10 +385,23 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 	}
 	if present {
 		in.usage = res.Usage
+		if rq.Prompts > 1 && res.Usage != nil && res.Usage.CachedTokens != nil {
+			// vLLM fills cached_tokens from one prompt only, while cache_n
+			// sums every prompt's.
+			u := *res.Usage
+			u.CachedTokens = nil
+			in.usage = &u
+			res.Notes = append(res.Notes, Finding{NoteOnePromptCached, fmt.Sprintf("usage.prompt_tokens_details.cached_tokens (%d) counts one prompt of %d (vLLM does so); cache_n is not compared with it", *res.Usage.CachedTokens, rq.Prompts)})
+		}
 		var fails []Finding
 		res.parsed, fails = checkTimings(in)
 		res.Failures = append(res.Failures, fails...)
 		res.Timings = cleanMarkers(in.timings)
+		if res.metrics != nil && len(fails) == 0 {
+			notes, bad := predictSwap(res.parsed, res.metrics)
+			res.Notes = append(res.Notes, notes...)
+			res.Failures = append(res.Failures, bad...)
+		}
 	}
 	return res, nil
 }

@@ -159,6 +159,11 @@ func TestScenarios(t *testing.T) {
 		{"wall-time", verify.ExitChecksFailed, expand(verify.CheckWallTime, everyReq), nil},
 		{"draft", verify.ExitChecksFailed, expand(verify.CheckDraft, everyReq), nil},
 		{"wrong-content-type", verify.ExitChecksFailed, expand(verify.CheckContentType, streamReq), nil},
+		// vLLM's metrics ride on one-choice answers with usage; llama-swap
+		// would take the generation speed from mean_itl_ms (and, with a cache
+		// hit, subtract the cache twice).
+		{"vllm-metrics", verify.ExitChecksFailed, expand(verify.CheckLlamaSwapMetrics, usageReq), nil},
+		{"vllm-metrics-cleared", 0, nil, expand(verify.NoteVLLMMetrics, usageReq)},
 		{"auth", verify.ExitAuth, nil, nil},
 		{"forbidden", verify.ExitAuth, nil, nil},
 		{"http-500", verify.ExitHTTP, nil, nil},
@@ -198,6 +203,42 @@ func TestScenarios(t *testing.T) {
 	for _, name := range verifytest.Scenarios() {
 		if !covered[name] {
 			t.Errorf("scenario %q is not tested", name)
+		}
+	}
+}
+
+// TestMulti: --multi adds n=2 and two-prompt requests, which pass on a
+// correct server; a two-prompt answer's cached_tokens (one prompt's, as vLLM
+// reports it) is not compared with cache_n.
+func TestMulti(t *testing.T) {
+	srv := startScenario(t, "good")
+	var out bytes.Buffer
+	o := options(srv.URL, &out)
+	o.Multi = true
+	rep, err := verify.Collect(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(rep.Results) != 14 {
+		t.Fatalf("%d results, want 14", len(rep.Results))
+	}
+	want := []string{"completion 2 prompts stream+usage: one-prompt-cached", "completion 2 prompts: one-prompt-cached"}
+	if diff := cmp.Diff(want, notes(rep)); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+	for _, r := range rep.Results[6:] {
+		if r.N != 2 && r.Prompts != 2 {
+			t.Errorf("%s: n %d, prompts %d", r.Name, r.N, r.Prompts)
+		}
+	}
+	// Without the exception the two-prompt answers would fail cache-count.
+	srv = startScenario(t, "cache-count")
+	o = options(srv.URL, &out)
+	o.Multi = true
+	rep, _ = verify.Collect(context.Background(), o)
+	for _, f := range findings(rep) {
+		if strings.HasPrefix(f, "completion 2 prompts") {
+			t.Errorf("two-prompt answer compared with cached_tokens: %s", f)
 		}
 	}
 }

@@ -1,11 +1,13 @@
 """Level 2: vLLM's own serving classes, patched, with a fake engine client.
 
-    python level2.py run OUT.json [SITE_DIR]   # drive vLLM, write the responses
+    python level2.py run OUT.json [SITE_DIR] [--per-request-metrics]
     python level2.py check PATCHED.json UNPATCHED.json
 
 SITE_DIR, if given, is put first on sys.path: a directory holding a vllm/
 (a wheel's Python files), run with the dependencies of the interpreter's
-environment; without it the installed vllm is used.
+environment; without it the installed vllm is used. --per-request-metrics
+builds the serving classes with enable_per_request_metrics=True, as `vllm
+serve --enable-per-request-metrics` does (vLLM 0.25 on).
 
 "run" builds the real OpenAIServingChat and OpenAIServingCompletion of the
 installed vLLM (their own __init__, with a fake engine client, model config
@@ -17,7 +19,9 @@ carrying real RequestStateStats with chosen timestamps, one step at a time
 (stats updated in place, as the engine does), or only the final output for
 a non-streaming request. Every scenario's response is written to OUT.json:
 a full response as model_dump() (what the server returns), a stream as the
-list of its data: events.
+list of its data: events; and under "truth", each scenario's endpoint,
+whether it streams, and the timings it must get (null: none), which
+patcher's TestLlamaSwapLevel2 uses to check what llama-swap records.
 
 "check" compares the two runs (the same vLLM, patched and then reverted):
   * each patched response carries exactly the expected timings dict, where
@@ -26,12 +30,14 @@ list of its data: events.
   * it agrees with the response's own usage: prompt_n + cache_n ==
     usage.prompt_tokens, predicted_n == usage.completion_tokens;
   * without stats (--disable-log-stats), there are no timings;
-  * with the timings removed, every patched response equals the unpatched
-    one (a stream's events as a multiset: how two prompts' events
-    interleave is up to vLLM's merge of the engine streams): the patch adds
-    one key and changes nothing else.
-Known defects of the patch (KNOWN_DEFECTS) are reported as XFAIL unless
-REAL_VLLM_STRICT=1. Exit status 0 when everything passes.
+  * where a response carries vLLM's own metrics as well, the patch has
+    cleared their time_to_first_token_ms and mean_itl_ms, whose unpatched
+    values are prompt_ms and generation_time_ms / (tokens - 1);
+  * with the timings removed (and those two fields as vLLM sent them),
+    every patched response equals the unpatched one (a stream's events as
+    a multiset: how two prompts' events interleave is up to vLLM's merge of
+    the engine streams): the patch changes nothing else.
+Exit status 0 when everything passes.
 """
 
 import asyncio
@@ -103,20 +109,21 @@ SCENARIOS = {
         chat=True, req={"stream": True}, stats=False,
         prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=None),
     # n=2: two children, the second scheduled with the first but its first
-    # token one step later; 4 tokens each. The interval runs from the
-    # earliest start to the latest end; counts are both choices'.
+    # token one step later; 4 tokens each. The span, 100.0 to the last token
+    # at 100.5, splits into prompt time (the union of the two [scheduled,
+    # first token] intervals: 312.5 ms) and the rest; counts are both choices'.
     "chat stream+usage n=2": dict(
         chat=True, req={"n": 2, "stream": True, "stream_options": {"include_usage": True}},
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
     "chat stream n=2": dict(
         chat=True, req={"n": 2, "stream": True},
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
     "chat stream n=2 merged final": dict(
         chat=True, req={"n": 2, "stream": True}, merge_final=True,
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
     # A full n=2 response gets one RequestOutput, with one stats object (the
     # first child's, as RequestOutput.add keeps it).
     "chat full n=2": dict(
@@ -139,45 +146,47 @@ SCENARIOS = {
     "completion stream no stats": dict(
         chat=False, req={"stream": True, "stream_options": {"include_usage": True}}, stats=False,
         prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])], expect=None),
-    # Two prompts: 8 (2 cached) and 6 (none) tokens; 2 and 4 generated.
+    # Two prompts: 8 (2 cached) and 6 (none) tokens; 2 and 4 generated. Both
+    # scheduled at 50.0; prompt time is the union of [50.0, 50.1875] and
+    # [50.0, 50.3125], generation the rest of the span to 50.5.
     "completion full 2 prompts": dict(
         chat=False, req={}, prompts=[
             dict(len=8, cached=2, tokens=2, sched=[(50.0, 50.1875)]),
             dict(len=6, cached=0, tokens=4, sched=[(50.0, 50.3125)])],
-        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.1875) * 1000)),
+        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.0) * 1000 - 312.5)),
     "completion stream+usage 2 prompts": dict(
         chat=False, req={"stream": True, "stream_options": {"include_usage": True}}, prompts=[
             dict(len=8, cached=2, tokens=2, sched=[(50.0, 50.1875)]),
             dict(len=6, cached=0, tokens=4, sched=[(50.0, 50.3125)])],
-        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.1875) * 1000)),
+        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.0) * 1000 - 312.5)),
     "completion stream 2 prompts": dict(
         chat=False, req={"stream": True}, prompts=[
             dict(len=8, cached=2, tokens=2, sched=[(50.0, 50.1875)]),
             dict(len=6, cached=0, tokens=4, sched=[(50.0, 50.3125)])],
-        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.1875) * 1000)),
+        expect=expected(14, 2, 6, 312.5, (50.3125 + 3 * STEP - 50.0) * 1000 - 312.5)),
     "completion stream n=2": dict(
         chat=False, req={"n": 2, "stream": True},
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
     "completion stream n=2 merged final": dict(
         chat=False, req={"n": 2, "stream": True}, merge_final=True,
         prompts=[dict(len=16, cached=0, tokens=4, sched=[(100.0, 100.25), (100.0, 100.3125)])],
-        expect=expected(16, 0, 8, 312.5, 4 * STEP * 1000)),
+        expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
 }
-
-KNOWN_DEFECTS = {}
-
 
 # ---------------------------------------------------------------- run
 
-def run(out_path):
+def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
+    """vLLM's own OpenAIServingChat and OpenAIServingCompletion (of the
+    given serving modules, by default the imported vLLM's) with the fake
+    engine. Returns its parts: engine, chat, cmpl, outputs_for and one, the
+    coroutine that runs one scenario and returns its response."""
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     from vllm.outputs import CompletionOutput, RequestOutput
     from vllm.v1.metrics.stats import RequestStateStats
 
-    chat_mod = _import("vllm.entrypoints.openai.chat_completion.serving")
-    cmpl_mod = _import("vllm.entrypoints.openai.completion.serving")
-    patched = hasattr(chat_mod, "_llamacpp_timings")
+    chat_mod = chat_mod or _import("vllm.entrypoints.openai.chat_completion.serving")
+    cmpl_mod = cmpl_mod or _import("vllm.entrypoints.openai.completion.serving")
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
     from vllm.entrypoints.openai.completion.protocol import CompletionRequest
 
@@ -327,7 +336,7 @@ def run(out_path):
     engine = FakeEngine()
     models = serving_models()
     common = dict(engine_client=engine, models=models, request_logger=None, online_renderer=FakeOnlineRenderer(),
-                  enable_prompt_tokens_details=True)
+                  enable_prompt_tokens_details=True, enable_per_request_metrics=per_request_metrics)
     chat = build(chat_mod.OpenAIServingChat, response_role="assistant", chat_template=None,
                  chat_template_content_format="auto", **common)
     cmpl = build(cmpl_mod.OpenAIServingCompletion, **common)
@@ -355,10 +364,19 @@ def run(out_path):
                     events.append(json.loads(part[6:]))
         return {"kind": "stream", "events": events}
 
+    return SimpleNamespace(engine=engine, chat=chat, cmpl=cmpl, outputs_for=outputs_for, one=one,
+                           ChatCompletionRequest=ChatCompletionRequest)
+
+
+def run(out_path, per_request_metrics=False):
+    h = harness(per_request_metrics=per_request_metrics)
+    patched = hasattr(_import("vllm.entrypoints.openai.chat_completion.serving"), "_llamacpp_timings")
+
     async def main():
-        out = {"patched": patched, "scenarios": {}}
+        out = {"patched": patched, "per_request_metrics": per_request_metrics, "scenarios": {}, "truth": {}}
         for name, sc in SCENARIOS.items():
-            out["scenarios"][name] = await one(name, sc)
+            out["scenarios"][name] = await h.one(name, sc)
+            out["truth"][name] = {"chat": sc["chat"], "stream": sc["req"].get("stream", False), "timings": sc["expect"]}
         return out
 
     result = asyncio.run(main())
@@ -368,7 +386,8 @@ def run(out_path):
     with open(out_path, "w") as f:
         json.dump(result, f, indent=1)
     print(f"level 2: drove {len(SCENARIOS)} scenarios through vLLM {vllm.__version__} "
-          f"({'patched' if patched else 'unpatched'}) -> {out_path}")
+          f"({'patched' if patched else 'unpatched'}"
+          f"{', per-request metrics on' if per_request_metrics else ''}) -> {out_path}")
 
 
 def _import(name):
@@ -413,17 +432,45 @@ def _strip_timings(v):
     return v
 
 
+# vLLM's metrics fields the patch clears where it adds timings.
+RATE_SOURCES = ("time_to_first_token_ms", "mean_itl_ms")
+
+
+def _cleared_metrics(patched, unpatched, fails):
+    """Check that the patched body with timings and metrics has the two
+    rate sources cleared, and that their unpatched values are still in the
+    response (prompt_ms, generation_time_ms / (tokens - 1)); then put them
+    back into the patched body for the comparison of everything else."""
+    m, orig, t = patched.get("metrics"), unpatched.get("metrics"), patched.get("timings")
+    if not isinstance(m, dict) or not isinstance(t, dict):
+        return
+    if not isinstance(orig, dict):
+        fails.append("metrics on the patched response only")
+        return
+    for k in RATE_SOURCES:
+        if m.get(k) is not None:
+            fails.append(f"metrics.{k} = {m[k]} kept beside timings: llama-swap would recompute speeds from it")
+    ttft, itl, gen = orig.get("time_to_first_token_ms"), orig.get("mean_itl_ms"), orig.get("generation_time_ms")
+    if ttft is not None and not _close(ttft, t["prompt_ms"]):
+        fails.append(f"vLLM's time_to_first_token_ms {ttft} != prompt_ms {t['prompt_ms']}")
+    if itl is not None and not _close(itl, gen / (t["predicted_n"] - 1)):
+        fails.append(f"vLLM's mean_itl_ms {itl} != generation_time_ms / (predicted_n - 1)")
+    for k in RATE_SOURCES:
+        if k in orig:
+            m[k] = orig[k]
+
+
 def check(patched_path, unpatched_path):
     with open(patched_path) as f:
         pat = json.load(f)
     with open(unpatched_path) as f:
         unp = json.load(f)
-    strict = os.environ.get("REAL_VLLM_STRICT") == "1"
-    if not pat["patched"] or unp["patched"]:
-        print(f"FAIL: {patched_path} must come from a patched vLLM and {unpatched_path} from an unpatched one")
+    if not pat["patched"] or unp["patched"] or pat.get("per_request_metrics") != unp.get("per_request_metrics"):
+        print(f"FAIL: {patched_path} must come from a patched vLLM and {unpatched_path} from an unpatched one, in the same mode")
         return 1
-    bad = xfail = 0
-    print(f"vLLM {pat['vllm']}: {len(SCENARIOS)} scenarios, patched against unpatched")
+    bad = 0
+    mode = ", per-request metrics on" if pat.get("per_request_metrics") else ""
+    print(f"vLLM {pat['vllm']}{mode}: {len(SCENARIOS)} scenarios, patched against unpatched")
     for name, sc in SCENARIOS.items():
         p, u = pat["scenarios"][name], unp["scenarios"][name]
         fails = []
@@ -442,6 +489,12 @@ def check(patched_path, unpatched_path):
                     where = [i for i, e in enumerate(events) for c in e.get("choices", []) if c.get("finish_reason")]
                 if not where or with_t[-1] != where[-1]:
                     fails.append(f"timings on event {with_t[-1]}, expected on {where[-1:] or 'none'}")
+            # vLLM's metrics ride only on the final usage chunk.
+            own, own_u = [e for e in events if e.get("metrics")], [e for e in u["events"] if e.get("metrics")]
+            if len(own) != len(own_u) or len(own) > 1:
+                fails.append(f"{len(own)} events carry vLLM's metrics, {len(own_u)} unpatched")
+            for e, ue in zip(own, own_u):
+                _cleared_metrics(e, ue, fails)
             bodies = [events[i] for i in with_t]
             got = bodies[-1]["timings"] if bodies else None
             if len(with_t) > 1:
@@ -457,6 +510,8 @@ def check(patched_path, unpatched_path):
             same = (sorted(json.dumps(e, sort_keys=True) for e in _normalize(_strip_timings(events)))
                     == sorted(json.dumps(e, sort_keys=True) for e in _normalize(u["events"])))
         else:
+            _cleared_metrics(p["body"], u["body"], fails)
+            _cleared_metrics(p["body_json"], u["body_json"], fails)
             got = p["body"].get("timings")
             if p["body_json"].get("timings") != got:
                 fails.append("model_dump_json and model_dump disagree on timings")
@@ -478,31 +533,26 @@ def check(patched_path, unpatched_path):
                 fails.append(f"prompt_n + cache_n = {got['prompt_n'] + got['cache_n']} != usage.prompt_tokens {usage['prompt_tokens']}")
             if usage and not usage.get("_counted") and got["predicted_n"] != usage["completion_tokens"]:
                 fails.append(f"predicted_n {got['predicted_n']} != usage.completion_tokens {usage['completion_tokens']}")
-        known = KNOWN_DEFECTS.get(name)
-        xf = [f for f in fails if known and not strict and f.startswith(known)]
-        fails = [f for f in fails if f not in xf]
         shown = "" if got is None else (f"prompt_n={got['prompt_n']} cache_n={got['cache_n']} "
                                         f"predicted_n={got['predicted_n']} prompt_ms={got['prompt_ms']:g} "
                                         f"predicted_ms={got['predicted_ms']:g}")
-        status = "FAIL" if fails else "XFAIL" if xf else "ok  "
+        status = "FAIL" if fails else "ok  "
         print(f"{status} {name}: {shown or 'no timings'}"
               + (f" | usage {usage.get('prompt_tokens')}/{usage.get('completion_tokens')}" if usage else ""))
         for f in fails:
             print(f"     {f}")
-        for f in xf:
-            print(f"     known defect: {f}")
         bad += bool(fails)
-        xfail += bool(xf) and not fails
-    print(f"{len(SCENARIOS) - bad} passed, {bad} failed" + (f" ({xfail} known defects)" if xfail else ""))
+    print(f"{len(SCENARIOS) - bad} passed, {bad} failed")
     return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) in (3, 4) and sys.argv[1] == "run":
-        if len(sys.argv) == 4:
-            sys.path.insert(0, sys.argv[3])
-        run(sys.argv[2])
-    elif len(sys.argv) == 4 and sys.argv[1] == "check":
-        sys.exit(check(sys.argv[2], sys.argv[3]))
+    args = [a for a in sys.argv[1:] if a != "--per-request-metrics"]
+    if len(args) in (2, 3) and args[0] == "run":
+        if len(args) == 3:
+            sys.path.insert(0, args[2])
+        run(args[1], per_request_metrics=len(args) < len(sys.argv) - 1)
+    elif len(args) == 3 and args[0] == "check":
+        sys.exit(check(args[1], args[2]))
     else:
         sys.exit(__doc__)

@@ -25,6 +25,10 @@ let
   # What nixpkgs' llama-swap module and NixOS declare, reduced to the parts
   # this module touches.
   stubs = {
+    options.warnings = lib.mkOption {
+      type = lib.types.listOf lib.types.str;
+      default = [ ];
+    };
     options.services.llama-swap = {
       enable = lib.mkEnableOption "llama-swap";
       settings = lib.mkOption {
@@ -79,6 +83,9 @@ let
   docker = "/run/current-system/sw/bin/docker";
   sample =
     { config, ... }:
+    let
+      inherit (config.services.llama-swap.vllmTimings) mkModel raw;
+    in
     {
       services.llama-swap.enable = true;
       services.llama-swap.vllmTimings = {
@@ -140,10 +147,63 @@ let
           env.HF_HUB_OFFLINE = "1";
           inherit docker;
         };
+        # The README's complete entry: Genesis-style steps before the
+        # patcher, a bash expansion of a variable passed through from
+        # llama-swap's environment, the port on all interfaces, and
+        # attributes of the user's own that mkModel passes through.
+        "qwen-genesis" = mkModel {
+          image = "vllm/vllm-openai:nightly-1acd67a795ebccdf9b9db7697ae9082058301657";
+          before = [
+            "set -e"
+            "pip install xxhash pandas scipy -q"
+            "python3 -m vllm._genesis.patches.apply_all"
+          ];
+          env.VLLM_ENFORCE_EAGER = null;
+          extraDockerArgs = [
+            "--device=nvidia.com/gpu=all"
+            "--ipc=host"
+          ];
+          publish = "\${PORT}:8000";
+          macros.ctx = "75000";
+          serveArgs = [
+            (raw "\${VLLM_ENFORCE_EAGER:+--enforce-eager}")
+            "--served-model-name"
+            "\${MODEL_ID}"
+            "--max-model-len"
+            "\${ctx}"
+            "--speculative-config"
+            ''{"method":"mtp","num_speculative_tokens":3}''
+            "--host"
+            "0.0.0.0"
+            "--port"
+            "8000"
+          ];
+          docker = "/run/current-system/sw/bin/docker";
+          name = "Qwen3-Next 80B (vLLM, Genesis)";
+          metadata.backend = "vllm";
+        };
+        "qwen-launcher" = mkModel {
+          image = "ghcr.io/example/qwen3-vllm:latest";
+          entrypoint = [
+            "bash"
+            "docker/entrypoint.sh"
+          ];
+          serveArgs = [ "single" ];
+          inherit docker;
+        };
+        "qwen-venv" = mkModel {
+          venv = "/srv/vllm/venv";
+          serveArgs = [
+            "Qwen/Qwen3-8B"
+            "--port"
+            "\${PORT}"
+          ];
+        };
       };
     };
 
   sampleConfig = evalConfig sample;
+  sampleTimings = sampleConfig.services.llama-swap.vllmTimings;
 
   fails = value: !(builtins.tryEval (builtins.deepSeq value value)).success;
   failsReading =
@@ -188,6 +248,38 @@ in
       (evalConfig { services.llama-swap.enable = true; }).systemd.services == { };
     dockerGroupNeedsLlamaSwap =
       (evalConfig { services.llama-swap.vllmTimings.dockerGroup = "docker"; }).systemd.services == { };
+    # ... and says so, and names serviceName.
+    dockerGroupAloneWarns =
+      let
+        w = (evalConfig { services.llama-swap.vllmTimings.dockerGroup = "docker"; }).warnings;
+      in
+      builtins.length w == 1 && lib.hasInfix "set services.llama-swap.vllmTimings.serviceName" (builtins.head w);
+    noWarningByDefault = (evalConfig { services.llama-swap.enable = true; }).warnings == [ ];
+    # People who run llama-swap from a unit of their own name it.
+    dockerGroupOnOwnUnit =
+      (evalConfig {
+        services.llama-swap.vllmTimings = {
+          dockerGroup = "podman";
+          serviceName = "my-llama-swap";
+        };
+      }).systemd.services == {
+        my-llama-swap.serviceConfig.SupplementaryGroups = [ "podman" ];
+      };
+    # raw needs no enable, and a raw argument in the bash -c form stays unquoted.
+    rawWithoutEnable =
+      (timingsOf { }).raw "x" == {
+        _type = "vllm-timings-raw";
+        text = "x";
+      };
+    # mkModel refuses a cmd of its own, and a misspelt input.
+    mkModelRefusesCmd = fails (sampleTimings.mkModel {
+      image = "x";
+      cmd = "y";
+    });
+    mkModelRefusesMisspelling = fails (sampleTimings.mkModel {
+      image = "x";
+      serveArg = [ ];
+    });
     # Relative or multi-line mount paths are refused by the option type.
     relativeMountPathFails = failsReading "dockerArgs" {
       enable = true;

@@ -1,13 +1,23 @@
 """Drive the serving generators of a vLLM fixture tree with fake engine output.
 
-    python3 drive_serving.py SITE_DIR
+    python3 drive_serving.py SITE_DIR [--per-request-metrics]
 
 imports vllm from SITE_DIR (a fixture tree, patched or not), runs a fixed set
 of requests through OpenAIServingChat and OpenAIServingCompletion with fake
 RequestOutputs whose RequestStateStats carry chosen timestamps, and prints
 one JSON object: scenario name -> list of response bodies (a full response
-is one body; a stream is the JSON of each data: line). The Go test compares
-a patched tree's output with the unpatched one and checks the timings.
+is one body; a stream is the JSON of each data: line). The Go tests compare
+a patched tree's output with the unpatched one, check the timings, and send
+the bodies through the real llama-swap.
+
+--per-request-metrics builds the serving classes with
+enable_per_request_metrics=True, as `vllm serve --enable-per-request-metrics`
+does, where the fixture's classes take it (the v0.25-on shapes).
+
+The "_truth" entry gives, per scenario, what the engine did: whether it is a
+stream, the prompt tokens (counted once for n>1), the cached ones, the
+tokens generated, the draft counts where reported, and each engine
+request's (scheduled_ts, first_token_ts, last_token_ts).
 
 The driver adapts to the fixture's layout:
   - serving code in chat_completion/ and completion/ packages (v0.15 on) or
@@ -25,11 +35,13 @@ The "_driver" entry describes what was found, for the Go test.
 
 import asyncio
 import dataclasses
+import inspect
 import json
 import sys
 from types import SimpleNamespace
 
 sys.path.insert(0, sys.argv[1])
+PER_REQUEST_METRICS = sys.argv[2:] == ["--per-request-metrics"]
 
 try:
     from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
@@ -58,8 +70,27 @@ SPEC = dict(num_spec_tokens=2, histogram=[1, 2, 1], num_draft_tokens=8)
 DRAFT_N, DRAFT_N_ACCEPTED = 8, 4
 
 
+STEP = 0.05  # seconds between a choice's tokens
+
+
 def stats(scheduled, first):
     return SimpleNamespace(scheduled_ts=scheduled, first_token_ts=first, last_token_ts=first)
+
+
+TRUTH = {}
+
+
+def truth(name, stream, prompt, cached, generated, requests, drafts=None):
+    """Record what the engine did for scenario name; requests are
+    (scheduled, first token, tokens) per engine request."""
+    TRUTH[name] = {
+        "stream": stream,
+        "prompt_tokens": prompt,
+        "cached_tokens": cached,
+        "generated": generated,
+        "drafts": list(drafts) if drafts and DRAFTS else None,
+        "requests": [[s, f, f + STEP * (n - 1)] for s, f, n in requests],
+    }
 
 
 def fake_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only, spec):
@@ -70,7 +101,7 @@ def fake_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only, 
         for idx in range(n):
             m = metrics[idx] if metrics else None
             if m is not None:
-                m.last_token_ts = m.first_token_ts + 0.05 * step
+                m.last_token_ts = m.first_token_ts + STEP * step
             finish = "stop" if step == tokens - 1 else None
             choice = SimpleNamespace(index=idx, text=f"t{step}", token_ids=[step], finish_reason=finish)
             if spec and finish:
@@ -115,7 +146,7 @@ def processor_engine(request_id, prompt_len, cached, metrics, tokens, n, final_o
                 finish_reason="stop" if step == tokens - 1 else None,
                 scheduled_ts=scheduled if step == 0 else None,
             )
-            outs += proc.process_outputs([eco], first + 0.05 * step)
+            outs += proc.process_outputs([eco], first + STEP * step)
     return outs
 
 
@@ -161,38 +192,56 @@ def processor_links_metrics():
     return {"metrics_is_stats": out.metrics is state.stats, "pooling_has_metrics": hasattr(pout, "metrics")}
 
 
+def build(cls, **kw):
+    """cls(**kw), with enable_per_request_metrics where the class takes it."""
+    if PER_REQUEST_METRICS and "enable_per_request_metrics" in inspect.signature(cls.__init__).parameters:
+        kw["enable_per_request_metrics"] = True
+    return cls(**kw)
+
+
 async def main():
-    chat = OpenAIServingChat(system_fingerprint="fp_fixture")
-    cmpl = OpenAIServingCompletion()
+    chat = build(OpenAIServingChat, system_fingerprint="fp_fixture")
+    cmpl = build(OpenAIServingCompletion)
     out = {"_driver": [{"processor": processor_links_metrics(), "drafts": DRAFTS}]}
 
     def one(n=1, with_stats=True, cached=4, tokens=3, final_only=False, spec=False):
         metrics = [stats(100.0 + i * 0.01, 100.25 + i * 0.01) for i in range(n)] if with_stats else None
         return engine("chat-1", 10, cached, metrics, tokens, n=n, final_only=final_only, spec=spec)
 
-    full = await chat.chat_completion_full_generator(req(), agen(one(final_only=True)), "chat-1", "m")
-    out["chat_full"] = [json.loads(full.model_dump_json())]
-    full = await chat.chat_completion_full_generator(req(), agen(one(with_stats=False, final_only=True)), "chat-1", "m")
-    out["chat_full_no_stats"] = [json.loads(full.model_dump_json())]
-    full = await chat.chat_completion_full_generator(req(), agen(one(final_only=True, spec=True)), "chat-1", "m")
-    out["chat_full_spec"] = [json.loads(full.model_dump_json())]
-    out["chat_stream_usage"] = await collect(
-        chat.chat_completion_stream_generator(req(include_usage=True), agen(one()), "chat-1", "m"))
-    out["chat_stream_no_usage"] = await collect(
-        chat.chat_completion_stream_generator(req(), agen(one()), "chat-1", "m"))
-    out["chat_stream_n2"] = await collect(
-        chat.chat_completion_stream_generator(req(n=2), agen(one(n=2)), "chat-1", "m"))
-    out["chat_stream_no_stats"] = await collect(
-        chat.chat_completion_stream_generator(req(include_usage=True), agen(one(with_stats=False)), "chat-1", "m"))
-    out["chat_stream_one_token"] = await collect(
-        chat.chat_completion_stream_generator(req(), agen(one(tokens=1)), "chat-1", "m"))
-    out["chat_stream_n2_spec"] = await collect(
-        chat.chat_completion_stream_generator(req(n=2, include_usage=True), agen(one(n=2, spec=True)), "chat-1", "m"))
+    def one_truth(name, stream, n=1, cached=4, tokens=3, spec=False):
+        reqs = [(100.0 + i * 0.01, 100.25 + i * 0.01, tokens) for i in range(n)]
+        truth(name, stream, 10, cached, n * tokens, reqs, (8 * n, 4 * n) if spec else None)
 
-    def prompts(with_stats=True, final_only=False, spec=False):
+    async def full(name, **kw):
+        res = await chat.chat_completion_full_generator(req(), agen(one(final_only=True, **kw)), "chat-1", "m")
+        out[name] = [json.loads(res.model_dump_json())]
+
+    async def stream(name, request, **kw):
+        out[name] = await collect(chat.chat_completion_stream_generator(request, agen(one(**kw)), "chat-1", "m"))
+
+    await full("chat_full")
+    one_truth("chat_full", False)
+    await full("chat_full_no_stats", with_stats=False)
+    await full("chat_full_spec", spec=True)
+    one_truth("chat_full_spec", False, spec=True)
+    await stream("chat_stream_usage", req(include_usage=True))
+    one_truth("chat_stream_usage", True)
+    await stream("chat_stream_no_usage", req())
+    one_truth("chat_stream_no_usage", True)
+    await stream("chat_stream_n2", req(n=2), n=2)
+    one_truth("chat_stream_n2", True, n=2)
+    await stream("chat_stream_no_stats", req(include_usage=True), with_stats=False)
+    await stream("chat_stream_one_token", req(), tokens=1)
+    one_truth("chat_stream_one_token", True, tokens=1)
+    await stream("chat_stream_n2_spec", req(n=2, include_usage=True), n=2, spec=True)
+    one_truth("chat_stream_n2_spec", True, n=2, spec=True)
+
+    def prompts(with_stats=True, final_only=False, spec=False, count=2):
         items = []
         a = engine("cmpl-0", 8, 2, [stats(50.0, 50.2)] if with_stats else None, 2, final_only=final_only, spec=spec)
         b = engine("cmpl-1", 6, 0, [stats(50.0, 50.3)] if with_stats else None, 4, final_only=final_only, spec=spec)
+        if count == 1:
+            return [(0, o) for o in a]
         # interleave the two prompts as merge_async_iterators would
         for k in range(max(len(a), len(b))):
             if k < len(a):
@@ -201,18 +250,34 @@ async def main():
                 items.append((1, b[k]))
         return items
 
-    full = await cmpl.create_completion(req(), agen(prompts(final_only=True)), 2)
-    out["completion_full_2_prompts"] = [json.loads(full.model_dump_json())]
-    full = await cmpl.create_completion(req(), agen(prompts(with_stats=False, final_only=True)), 2)
-    out["completion_full_no_stats"] = [json.loads(full.model_dump_json())]
-    full = await cmpl.create_completion(req(), agen(prompts(final_only=True, spec=True)), 2)
-    out["completion_full_spec"] = [json.loads(full.model_dump_json())]
-    out["completion_stream_usage"] = await collect(
-        await cmpl.create_completion(req(stream=True, include_usage=True), agen(prompts()), 2))
-    out["completion_stream_no_usage"] = await collect(
-        await cmpl.create_completion(req(stream=True), agen(prompts()), 2))
-    out["completion_stream_spec"] = await collect(
-        await cmpl.create_completion(req(stream=True), agen(prompts(spec=True)), 2))
+    def prompts_truth(name, stream, spec=False, count=2):
+        if count == 1:
+            truth(name, stream, 8, 2, 2, [(50.0, 50.2, 2)], (8, 4) if spec else None)
+        else:
+            truth(name, stream, 14, 2, 6, [(50.0, 50.2, 2), (50.0, 50.3, 4)], (16, 8) if spec else None)
+
+    async def cmpl_full(name, count=2, **kw):
+        res = await cmpl.create_completion(req(), agen(prompts(final_only=True, count=count, **kw)), count)
+        out[name] = [json.loads(res.model_dump_json())]
+
+    async def cmpl_stream(name, request, count=2, **kw):
+        out[name] = await collect(await cmpl.create_completion(request, agen(prompts(count=count, **kw)), count))
+
+    await cmpl_full("completion_full_2_prompts")
+    prompts_truth("completion_full_2_prompts", False)
+    await cmpl_full("completion_full_no_stats", with_stats=False)
+    await cmpl_full("completion_full_spec", spec=True)
+    prompts_truth("completion_full_spec", False, spec=True)
+    await cmpl_full("completion_full", count=1)
+    prompts_truth("completion_full", False, count=1)
+    await cmpl_stream("completion_stream_usage", req(stream=True, include_usage=True))
+    prompts_truth("completion_stream_usage", True)
+    await cmpl_stream("completion_stream_usage_1_prompt", req(stream=True, include_usage=True), count=1)
+    prompts_truth("completion_stream_usage_1_prompt", True, count=1)
+    await cmpl_stream("completion_stream_no_usage", req(stream=True))
+    prompts_truth("completion_stream_no_usage", True)
+    await cmpl_stream("completion_stream_spec", req(stream=True), spec=True)
+    prompts_truth("completion_stream_spec", True, spec=True)
 
     def merged_final():
         # n=2, and vLLM hands over both choices' last tokens in one
@@ -224,6 +289,8 @@ async def main():
 
     out["completion_stream_n2_merged"] = await collect(
         await cmpl.create_completion(req(stream=True, n=2), agen(merged_final()), 1))
+    truth("completion_stream_n2_merged", True, 8, 0, 4, [(50.0, 50.2, 2), (50.0, 50.25, 2)])
+    out["_truth"] = [TRUTH]
     json.dump(out, sys.stdout, indent=1, sort_keys=False)
     sys.stdout.write("\n")
 

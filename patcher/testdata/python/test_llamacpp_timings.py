@@ -78,14 +78,51 @@ class BuildTimings(unittest.TestCase):
         self.assertEqual(t["prompt_per_second"], 0.0)
         self.assertEqual(t["prompt_per_token_ms"], 0.0)
 
-    def test_multi_request_spans_earliest_to_latest(self):
+    def test_multi_request_overlapping_prompts(self):
+        # Both prompts evaluated together: prompt time is the union of the
+        # [scheduled, first token] intervals, the rest of the span is
+        # generation, and the two add up to the whole span.
         a = stats(scheduled=10.0, first=10.2, last=11.0)
         b = stats(scheduled=10.1, first=10.4, last=12.0)
         t = lt.build_timings([a, b], 30, 5, 20)
         self.assertAlmostEqual(t["prompt_ms"], (10.4 - 10.0) * 1000)
-        self.assertAlmostEqual(t["predicted_ms"], (12.0 - 10.2) * 1000)
+        self.assertAlmostEqual(t["predicted_ms"], (12.0 - 10.0) * 1000 - t["prompt_ms"])
+        self.assertAlmostEqual(t["prompt_ms"] + t["predicted_ms"], 2000.0)
         self.assertEqual(t["prompt_n"], 25)
         self.assertEqual(t["predicted_n"], 20)
+
+    def test_multi_request_one_after_another(self):
+        # --max-num-seqs 1: the second child starts when the first is done.
+        # Only the two prompt intervals are prompt time; the first child's
+        # generation and the gap before the second are not.
+        a = stats(scheduled=10.0, first=10.1, last=10.5)
+        b = stats(scheduled=10.6, first=10.8, last=11.0)
+        t = lt.build_timings([b, a], 20, 0, 10)
+        self.assertAlmostEqual(t["prompt_ms"], 100.0 + 200.0)
+        self.assertAlmostEqual(t["predicted_ms"], 1000.0 - 300.0)
+
+    def test_multi_request_nested_and_touching_intervals(self):
+        a = stats(scheduled=10.0, first=10.5, last=10.6)
+        b = stats(scheduled=10.1, first=10.2, last=10.7)  # inside a's prompt
+        c = stats(scheduled=10.5, first=10.9, last=11.0)  # starts as a's ends
+        t = lt.build_timings([a, b, c], 30, 0, 9)
+        self.assertAlmostEqual(t["prompt_ms"], 900.0)
+        self.assertAlmostEqual(t["predicted_ms"], 100.0)
+
+    def test_one_request_is_unchanged_by_the_rule(self):
+        t = lt.build_timings([stats(1.0, 1.25, 2.0)], 10, 0, 4)
+        self.assertEqual((t["prompt_ms"], t["predicted_ms"]), (250.0, 750.0))
+
+    def test_missing_stamps_of_one_request(self):
+        # No scheduled time: no prompt time, generation as before.
+        t = lt.build_timings(stats(scheduled=0.0, first=1.5, last=2.0), 10, 0, 4)
+        self.assertEqual((t["prompt_ms"], t["predicted_ms"]), (0.0, 500.0))
+        # No last token time: no generation time.
+        t = lt.build_timings(stats(scheduled=1.0, first=1.5, last=0.0), 10, 0, 4)
+        self.assertEqual((t["prompt_ms"], t["predicted_ms"]), (500.0, 0.0))
+        # No first token: the request tells nothing; the others still count.
+        t = lt.build_timings([stats(1.0, 0.0, 3.0), stats(2.0, 2.5, 2.75)], 10, 0, 4)
+        self.assertEqual((t["prompt_ms"], t["predicted_ms"]), (500.0, 250.0))
 
     def test_multi_request_ignores_missing_entries(self):
         t = lt.build_timings([None, stats()], 10, 0, 2)
@@ -171,7 +208,93 @@ class Attach(unittest.TestCase):
         lt.attach_batch(r, outs)
         self.assertEqual(r.timings["cache_n"], 10)
         self.assertEqual(r.timings["prompt_n"], 20)
-        self.assertAlmostEqual(r.timings["predicted_ms"], 900.0)
+        # Union of the prompt intervals [10.0, 10.3]; the span ends at 11.0.
+        self.assertAlmostEqual(r.timings["prompt_ms"], 300.0)
+        self.assertAlmostEqual(r.timings["predicted_ms"], 700.0)
+
+
+def vllm_metrics(**fields):
+    """vLLM's per-request metrics object (PerRequestTimingMetrics, v0.25 on;
+    PerRequestMetrics later), with the values it computes for stats()."""
+    base = dict(time_to_first_token_ms=500.0, generation_time_ms=2000.0, queue_time_ms=1.0,
+                mean_itl_ms=2000.0 / 3, tokens_per_second=4 / 2.5)
+    base.update(fields)
+    return SimpleNamespace(**base)
+
+
+class VLLMMetrics(unittest.TestCase):
+    """A response that carries vLLM's own metrics keeps them, except the two
+    fields llama-swap would recompute the speeds from."""
+
+    def response(self, metrics):
+        return SimpleNamespace(usage=SimpleNamespace(prompt_tokens=12, completion_tokens=4), metrics=metrics)
+
+    def test_rate_sources_cleared_when_timings_are_set(self):
+        m = vllm_metrics()
+        r = self.response(m)
+        lt.attach(r, stats(), 8)
+        self.assertEqual(r.timings["prompt_n"], 4)
+        self.assertIsNone(m.time_to_first_token_ms)
+        self.assertIsNone(m.mean_itl_ms)
+        self.assertEqual((m.generation_time_ms, m.queue_time_ms, m.tokens_per_second), (2000.0, 1.0, 1.6))
+
+    def test_nothing_is_lost(self):
+        # What the cleared fields held can be read from the same response.
+        m = vllm_metrics()
+        r = self.response(m)
+        lt.attach(r, stats(), 8)
+        self.assertAlmostEqual(r.timings["prompt_ms"], vllm_metrics().time_to_first_token_ms)
+        self.assertAlmostEqual(m.generation_time_ms / (r.usage.completion_tokens - 1), vllm_metrics().mean_itl_ms)
+
+    def test_other_entry_points_clear_them_too(self):
+        def output():
+            return SimpleNamespace(request_id="r", metrics=stats(), num_cached_tokens=8,
+                                   outputs=[SimpleNamespace(index=0, finish_reason="stop")])
+
+        def stream(r):
+            tr = lt.StreamTracker()
+            tr.observe(output())
+            tr.attach(r)
+
+        for name, call in [
+            ("attach_output", lambda r: lt.attach_output(r, output())),
+            ("attach_batch", lambda r: lt.attach_batch(r, [output()])),
+            ("StreamTracker.attach", stream),
+        ]:
+            r = self.response(vllm_metrics())
+            call(r)
+            self.assertEqual(r.timings["cache_n"], 8, name)
+            self.assertIsNone(r.metrics.time_to_first_token_ms, name)
+            self.assertIsNone(r.metrics.mean_itl_ms, name)
+
+    def test_no_timings_no_change(self):
+        m = vllm_metrics()
+        r = self.response(m)
+        lt.attach(r, None, 8)
+        self.assertFalse(hasattr(r, "timings"))
+        self.assertEqual(m.time_to_first_token_ms, 500.0)
+        self.assertAlmostEqual(m.mean_itl_ms, 2000.0 / 3)
+
+    def test_metrics_without_the_fields(self):
+        # Later vLLMs may send only speculative_decoding in metrics.
+        m = SimpleNamespace(speculative_decoding=SimpleNamespace(num_draft_tokens=4))
+        r = self.response(m)
+        lt.attach(r, stats(), 0)
+        self.assertEqual(vars(m), {"speculative_decoding": SimpleNamespace(num_draft_tokens=4)})
+        r = self.response(None)
+        lt.attach(r, stats(), 0)
+        self.assertIsNone(r.metrics)
+
+    def test_metrics_that_refuse_keep_the_timings(self):
+        class Frozen:
+            time_to_first_token_ms = 1.0
+
+            def __setattr__(self, name, value):
+                raise ValueError("frozen")
+
+        r = self.response(Frozen())
+        lt.attach(r, stats(), 0)
+        self.assertIn("timings", vars(r))
 
 
 def spec(drafted, histogram):
@@ -329,7 +452,8 @@ class Tracker(unittest.TestCase):
         chunk = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=6))
         tr.attach(chunk)
         self.assertEqual(chunk.timings["cache_n"], 4)
-        self.assertAlmostEqual(chunk.timings["predicted_ms"], 1500.0)
+        self.assertAlmostEqual(chunk.timings["prompt_ms"], 600.0)
+        self.assertAlmostEqual(chunk.timings["predicted_ms"], 1400.0)
 
     def test_merged_final_output_marks_only_the_last_chunk(self):
         # vLLM may deliver both choices' last tokens in one RequestOutput:
@@ -378,6 +502,33 @@ class Tracker(unittest.TestCase):
         tr.attach(chunk, 10, 5)
         self.assertEqual((chunk.timings["draft_n"], chunk.timings["draft_n_accepted"]), (10, 5))
 
+    def test_spec_counts_are_read_with_the_finish(self):
+        # vLLM hands a sequence's spec_decode_metrics over only on its
+        # finished output; observe reads them there and nowhere else.
+        s = stats()
+        tr = lt.StreamTracker()
+        tr.observe(out("r", s, 0, [(0, None)], [spec(99, [0, 99])]))
+        tr.observe(out("r", s, 0, [(0, "stop")], [spec(8, [1, 0, 2])]))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 10, 5)
+        self.assertEqual((chunk.timings["draft_n"], chunk.timings["draft_n_accepted"]), (8, 4))
+
+    def test_interleaved_requests_each_counted_once(self):
+        # Two prompts' outputs alternate; each request's stats and cached
+        # tokens are noted once, however often its stats object comes back.
+        a, b = stats(1.0, 1.5, 2.0), stats(1.0, 1.25, 3.0)
+        tr = lt.StreamTracker()
+        for _ in range(3):
+            tr.observe(out("r-0", a, 2, [(0, None)]))
+            tr.observe(out("r-1", b, 5, [(0, None)]))
+        tr.observe(out("r-0", a, 2, [(0, "stop")]))
+        tr.observe(out("r-1", b, 5, [(0, "stop")]))
+        chunk = SimpleNamespace()
+        tr.attach(chunk, 20, 8)
+        self.assertEqual(chunk.timings["cache_n"], 7)
+        self.assertAlmostEqual(chunk.timings["prompt_ms"], 500.0)
+        self.assertAlmostEqual(chunk.timings["predicted_ms"], 1500.0)
+
     def test_observe_odd_objects(self):
         tr = lt.StreamTracker()
         tr.observe(None)
@@ -386,6 +537,58 @@ class Tracker(unittest.TestCase):
         chunk = SimpleNamespace()
         tr.attach(chunk, 10, 5)
         self.assertFalse(hasattr(chunk, "timings"))
+
+
+class Structure(unittest.TestCase):
+    """Each function vLLM's serving code calls catches everything once, at
+    its top; the helpers under them never catch, so a surprise is handled in
+    exactly one place. And every module-level name is used."""
+
+    ENTRY_POINTS = {"build_timings", "attach", "attach_output", "attach_batch", "link_metrics",
+                    "StreamTracker.observe", "StreamTracker.finish_chunk", "StreamTracker.attach"}
+
+    def functions(self):
+        import ast
+
+        with open(os.environ["LLAMACPP_TIMINGS"]) as f:
+            tree = ast.parse(f.read())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                yield node.name, node
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef):
+                        yield f"{node.name}.{item.name}", item
+
+    def test_one_guard_per_entry_point(self):
+        import ast
+
+        seen = set()
+        for name, fn in self.functions():
+            tries = [n for n in ast.walk(fn) if isinstance(n, ast.Try)]
+            if name in self.ENTRY_POINTS:
+                seen.add(name)
+                body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+                self.assertEqual(len(body), 1, f"{name}: the try must be the whole body")
+                self.assertIsInstance(body[0], ast.Try, name)
+                self.assertEqual(len(tries), 1, f"{name} has {len(tries)} try blocks")
+                (handler,) = body[0].handlers
+                self.assertEqual(ast.unparse(handler.type), "Exception", name)
+            else:
+                self.assertEqual(tries, [], f"{name} is not an entry point but catches")
+        self.assertEqual(seen, self.ENTRY_POINTS)
+        self.assertEqual(set(lt.__all__), {n.split(".")[0] for n in self.ENTRY_POINTS})
+
+    def test_every_private_name_is_used(self):
+        import ast
+
+        with open(os.environ["LLAMACPP_TIMINGS"]) as f:
+            tree = ast.parse(f.read())
+        defined = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        unused = {d for d in defined if d.startswith("_") and not d.startswith("__") and d not in used}
+        self.assertEqual(unused, set())
 
 
 if __name__ == "__main__":

@@ -3,10 +3,12 @@
 // break them, or the connection, in one known way.
 //
 // The fake model counts one token per whitespace-separated word (plus four
-// per chat message for the template), always generates max_tokens tokens, and
-// keeps a prefix cache in blocks of 16 tokens, like vLLM's. Its durations are
-// small (well under a millisecond per request), so they fit inside the real
-// time any client waits.
+// per chat message for the template), always generates max_tokens tokens per
+// choice, and keeps a prefix cache in blocks of 16 tokens, like vLLM's. It
+// answers n choices and lists of prompts as vLLM does: usage counts the
+// prompt once for n>1, and for several prompts reports the cached tokens of
+// the last one only. Its durations are small (well under a millisecond per
+// request), so they fit inside the real time any client waits.
 package verifytest
 
 import (
@@ -45,6 +47,11 @@ type scenario struct {
 	noUsageChunk           bool
 	streamContentType      string
 	fullCacheHit           bool
+	// vllmMetrics adds vLLM's per-request metrics (--enable-per-request-
+	// metrics) to the responses vLLM gives them (one choice, one prompt):
+	// "all" as vLLM computes them, "cleared" without time_to_first_token_ms
+	// and mean_itl_ms, as the patch leaves them beside timings.
+	vllmMetrics string
 }
 
 var scenarios = map[string]scenario{
@@ -119,6 +126,10 @@ var scenarios = map[string]scenario{
 		timings: func(t *object, _ *counts) { t.set("draft_n", 4); t.set("draft_n_accepted", 6) }},
 	"draft-good": {doc: "correct, with speculative decoding fields",
 		timings: func(t *object, _ *counts) { t.set("draft_n", 6); t.set("draft_n_accepted", 4) }},
+	"vllm-metrics": {doc: "correct timings, and vLLM's per-request metrics in full, as before the patch cleared two of their fields",
+		vllmMetrics: "all"},
+	"vllm-metrics-cleared": {doc: "correct timings, and vLLM's per-request metrics without time_to_first_token_ms and mean_itl_ms",
+		vllmMetrics: "cleared"},
 	"wrong-content-type": {doc: "streams sent as application/json",
 		streamContentType: "application/json"},
 	"auth": {doc: "wants Authorization: Bearer " + APIKey + "; correct once given",
@@ -271,9 +282,10 @@ type request struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"messages"`
-	Prompt        string `json:"prompt"`
-	MaxTokens     int    `json:"max_tokens"`
-	Stream        bool   `json:"stream"`
+	Prompt        any  `json:"prompt"` // a string or a list of them
+	N             int  `json:"n"`
+	MaxTokens     int  `json:"max_tokens"`
+	Stream        bool `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -314,17 +326,28 @@ type counts struct {
 	promptMS, predictedMS                     float64
 }
 
-// tokens is the fake tokenizer.
-func (req *request) tokens(chat bool) []string {
+// prompts are the request's prompts, each as tokens of the fake tokenizer.
+func (req *request) prompts(chat bool) [][]string {
 	if !chat {
-		return strings.Fields(req.Prompt)
+		switch p := req.Prompt.(type) {
+		case []any:
+			var out [][]string
+			for _, one := range p {
+				s, _ := one.(string)
+				out = append(out, strings.Fields(s))
+			}
+			return out
+		default:
+			s, _ := p.(string)
+			return [][]string{strings.Fields(s)}
+		}
 	}
 	var toks []string
 	for _, m := range req.Messages {
 		toks = append(toks, "<|"+m.Role+"|>", "<|sep|>", "<|sep|>", "<|end|>")
 		toks = append(toks, strings.Fields(m.Content)...)
 	}
-	return append(toks, "<|assistant|>")
+	return [][]string{append(toks, "<|assistant|>")}
 }
 
 // prefill looks the prompt up in the prefix cache and remembers it.
@@ -352,17 +375,23 @@ func (s *server) prefill(toks []string) (cached, call int) {
 }
 
 func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
-	toks := req.tokens(chat)
-	n := req.MaxTokens
-	if n <= 0 {
-		n = 16
+	prompts := req.prompts(chat)
+	perChoice := req.MaxTokens
+	if perChoice <= 0 {
+		perChoice = 16
 	}
-	c := &counts{promptTokens: len(toks), predictedN: n}
-	var call int
-	c.cacheN, call = s.prefill(toks)
+	choices := max(req.N, 1)
+	n := perChoice * choices * len(prompts)
+	c := &counts{predictedN: n}
+	var call, lastCached int
+	for _, toks := range prompts {
+		c.promptTokens += len(toks)
+		lastCached, call = s.prefill(toks)
+		c.cacheN += lastCached
+	}
 	c.promptN = c.promptTokens - c.cacheN
 	c.promptMS = 0.01 * float64(c.promptN)
-	c.predictedMS = 0.02 * float64(c.predictedN)
+	c.predictedMS = 0.02 * float64(perChoice)
 
 	t := &object{}
 	t.set("prompt_n", c.promptN)
@@ -376,14 +405,18 @@ func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
 	t.set("cache_n", c.cacheN)
 	t.setRates(c)
 	trueCache := c.cacheN
+	if len(prompts) > 1 {
+		trueCache = lastCached // vLLM reports the last prompt's only
+	}
+	metrics := s.metrics(c, choices*len(prompts), perChoice)
 	if s.sc.timings != nil {
 		s.sc.timings(t, c)
 	}
 	// usage comes from the true counts, not from what a scenario changed.
 	u := &object{}
-	u.set("prompt_tokens", len(toks))
+	u.set("prompt_tokens", c.promptTokens)
 	u.set("completion_tokens", n)
-	u.set("total_tokens", len(toks)+n)
+	u.set("total_tokens", c.promptTokens+n)
 	u.set("prompt_tokens_details", map[string]any{"cached_tokens": trueCache})
 	if s.sc.usage != nil {
 		s.sc.usage(u, c)
@@ -394,20 +427,30 @@ func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
 		timings = nil
 	}
 	id := fmt.Sprintf("cmpl-%d", call)
-	text := strings.Repeat("blue ", n)
+	text := strings.Repeat("blue ", perChoice)
+	total := choices * len(prompts)
 	if !req.Stream {
 		resp := &object{}
 		resp.set("id", id)
+		var list []any
+		for i := 0; i < total; i++ {
+			if chat {
+				list = append(list, map[string]any{"index": i, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": "length"})
+			} else {
+				list = append(list, map[string]any{"index": i, "text": text, "finish_reason": "length"})
+			}
+		}
 		if chat {
 			resp.set("object", "chat.completion")
-			resp.set("model", req.Model)
-			resp.set("choices", []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": "length"}})
 		} else {
 			resp.set("object", "text_completion")
-			resp.set("model", req.Model)
-			resp.set("choices", []any{map[string]any{"index": 0, "text": text, "finish_reason": "length"}})
 		}
+		resp.set("model", req.Model)
+		resp.set("choices", list)
 		resp.set("usage", u)
+		if metrics != nil {
+			resp.set("metrics", metrics(true))
+		}
 		if timings != nil {
 			resp.set("timings", timings)
 		}
@@ -439,32 +482,68 @@ func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
 		return o
 	}
 	send := func(o *object) { fmt.Fprintf(w, "data: %s\n\n", encode(o)) }
-	delta := func(d map[string]any, finish any) map[string]any {
+	delta := func(i int, d map[string]any, finish any) map[string]any {
 		if chat {
-			return map[string]any{"index": 0, "delta": d, "finish_reason": finish}
+			return map[string]any{"index": i, "delta": d, "finish_reason": finish}
 		}
-		return map[string]any{"index": 0, "text": d["content"], "finish_reason": finish}
+		return map[string]any{"index": i, "text": d["content"], "finish_reason": finish}
 	}
 	if chat {
-		send(chunk(delta(map[string]any{"role": "assistant", "content": ""}, nil)))
+		for i := 0; i < total; i++ {
+			send(chunk(delta(i, map[string]any{"role": "assistant", "content": ""}, nil)))
+		}
 	}
-	for i := 0; i < n-1; i++ {
-		send(chunk(delta(map[string]any{"content": "blue "}, nil)))
+	for k := 0; k < perChoice-1; k++ {
+		for i := 0; i < total; i++ {
+			send(chunk(delta(i, map[string]any{"content": "blue "}, nil)))
+		}
 	}
-	last := chunk(delta(map[string]any{"content": "blue "}, "length"))
-	if timings != nil && (!includeUsage || s.sc.timingsNotOnUsageChunk) {
-		last.set("timings", timings)
+	for i := 0; i < total; i++ {
+		last := chunk(delta(i, map[string]any{"content": "blue "}, "length"))
+		if i == total-1 && timings != nil && (!includeUsage || s.sc.timingsNotOnUsageChunk) {
+			last.set("timings", timings)
+		}
+		send(last)
 	}
-	send(last)
 	if includeUsage {
 		uc := chunk(nil)
 		uc.set("usage", u)
+		if metrics != nil {
+			uc.set("metrics", metrics(false))
+		}
 		if timings != nil && !s.sc.timingsNotOnUsageChunk {
 			uc.set("timings", timings)
 		}
 		send(uc)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// metrics returns, for a scenario with vLLM's per-request metrics and a
+// response they belong on (one engine request), what vLLM writes: full
+// bodies keep unknown fields as null, stream chunks leave them out.
+func (s *server) metrics(c *counts, requests, perChoice int) func(full bool) *object {
+	if s.sc.vllmMetrics == "" || requests != 1 {
+		return nil
+	}
+	return func(full bool) *object {
+		m := &object{}
+		put := func(k string, v float64, known bool) {
+			switch {
+			case known:
+				m.set(k, v)
+			case full:
+				m.set(k, nil)
+			}
+		}
+		cleared := s.sc.vllmMetrics == "cleared"
+		put("time_to_first_token_ms", c.promptMS, !cleared)
+		put("generation_time_ms", c.predictedMS, true)
+		put("queue_time_ms", 0.0, true)
+		put("mean_itl_ms", c.predictedMS/float64(perChoice-1), !cleared && perChoice > 1)
+		put("tokens_per_second", float64(perChoice)*1000/(c.promptMS+c.predictedMS), true)
+		return m
+	}
 }
 
 // setRates recomputes the rates from c, as llama.cpp does, with 0 when a
