@@ -39,8 +39,10 @@ func newCmdApply(out, errw io.Writer) *cobra.Command {
 		Long: `Patch the installed vLLM so that /v1/chat/completions and /v1/completions
 responses carry a llama.cpp-style "timings" object.
 
-apply finds vLLM (--vllm-dir, $VLLM_DIR, $VIRTUAL_ENV, well-known install
-paths, then python3's importlib.util.find_spec), picks the patch set whose
+apply finds vLLM (--vllm-dir, $VLLM_DIR, --vllm-bin or the vllm program on
+$PATH followed to its interpreter's site-packages, $VIRTUAL_ENV,
+$CONDA_PREFIX, well-known install paths, then python3's
+importlib.util.find_spec), picks the patch set whose
 anchors all match the installed files, plans every edit in memory and then
 writes all files or none. Running it again on a patched tree writes nothing.
 
