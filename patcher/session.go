@@ -3,6 +3,7 @@ package patcher
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
@@ -118,23 +119,41 @@ func (s *Session) Revert(dryRun bool) ([]string, error) {
 	return describe(changes, true), nil
 }
 
+// DiffBase is the directory a diff's paths are relative to.
+type DiffBase string
+
+const (
+	// DiffSite: a/vllm/..., for patch -p1 -d SITE_PACKAGES (or git apply there).
+	DiffSite DiffBase = "site"
+	// DiffPackage: a/entrypoints/..., for patch -p1 -d SITE_PACKAGES/vllm,
+	// as image builds apply their own patch series to the package directory.
+	DiffPackage DiffBase = "package"
+)
+
 // Diff writes what Apply would do as a unified diff with a/ and b/ paths
 // relative to the directory above vllm/, for git apply or patch -p1.
-func (s *Session) Diff(w io.Writer) error {
+func (s *Session) Diff(w io.Writer) error { return s.DiffRelativeTo(w, DiffSite) }
+
+// DiffRelativeTo is Diff with paths relative to base.
+func (s *Session) DiffRelativeTo(w io.Writer, base DiffBase) error {
 	p, err := s.Plan()
 	if err != nil {
 		return err
 	}
 	for _, f := range p.Changes() {
-		old, oldLabel := string(f.Current), "a/"+f.Path
+		path := f.Path
+		if base == DiffPackage {
+			path = strings.TrimPrefix(path, "vllm/") // spec guarantees the prefix
+		}
+		old, oldLabel := string(f.Current), "a/"+path
 		if !f.Exists {
 			old, oldLabel = "", "/dev/null"
 		}
-		fmt.Fprintf(w, "diff --git a/%s b/%s\n", f.Path, f.Path)
+		fmt.Fprintf(w, "diff --git a/%s b/%s\n", path, path)
 		if !f.Exists {
 			fmt.Fprintf(w, "new file mode 100644\n")
 		}
-		io.WriteString(w, udiff.Unified(oldLabel, "b/"+f.Path, old, string(f.New)))
+		io.WriteString(w, udiff.Unified(oldLabel, "b/"+path, old, string(f.New)))
 	}
 	return nil
 }

@@ -223,7 +223,8 @@ func revertRun(o *revertOptions) error {
 
 type diffOptions struct {
 	vllmFlags
-	out io.Writer
+	relativeTo string
+	out        io.Writer
 }
 
 func newCmdDiff(out io.Writer) *cobra.Command {
@@ -231,22 +232,34 @@ func newCmdDiff(out io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff",
 		Short: "Print what apply would do, as a patch for git apply or patch -p1",
-		Long: `Print the changes apply would make as a unified diff. Paths are a/vllm/... and
-b/vllm/..., so the patch applies with "git apply" or "patch -p1" from the
-directory that holds vllm/ (site-packages). Prints nothing when the tree is
-already patched.`,
+		Long: `Print the changes apply would make as a unified diff. Prints nothing when the
+tree is already patched.
+
+--relative-to says which directory the paths start from:
+  site     a/vllm/..., for "patch -p1 -d SITE_PACKAGES" or "git apply" there
+           (the default)
+  package  a/entrypoints/..., for "patch -p1 -d SITE_PACKAGES/vllm", as an
+           image build's own patch series applies to the vllm package`,
 		Example: `  vllm-timings diff --vllm-dir ./site-packages > timings.patch
-  cd ./site-packages && git apply ../timings.patch`,
+  cd ./site-packages && git apply ../timings.patch
+
+  # One more patch in an image's series (patch -p1 -d "$SP" < "$p", SP the vllm package):
+  vllm-timings diff --relative-to package > patches/90-vllm-timings.patch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			base := patcher.DiffBase(o.relativeTo)
+			if base != patcher.DiffSite && base != patcher.DiffPackage {
+				return usageErrorf("--relative-to %q: use package or site", o.relativeTo)
+			}
 			s, err := patcher.Open(o.options())
 			if err != nil {
 				return err
 			}
-			return s.Diff(o.out)
+			return s.DiffRelativeTo(o.out, base)
 		},
 	}
 	o.register(cmd)
+	cmd.Flags().StringVar(&o.relativeTo, "relative-to", "site", "where the patch's paths start: site (a/vllm/..., patch -p1 -d SITE_PACKAGES) or package (a/entrypoints/..., patch -p1 -d the vllm directory)")
 	return cmd
 }
 
