@@ -29,6 +29,7 @@ type FindOptions struct {
 	Root   string              // filesystem root for the well-known paths; "/" by default
 	Python string              // interpreter for the last resort; "python3" by default, "-" disables it
 	Bin    string              // --vllm-bin: the vllm program the server runs; empty means look on PATH
+	BinIs  string              // what Bin is, for messages; "--vllm-bin" by default
 	Path   string              // the PATH the server runs with; $PATH by default
 }
 
@@ -67,7 +68,11 @@ func find(o FindOptions) (*Install, error) {
 		path = getenv("PATH")
 	}
 	if o.Bin != "" {
-		return findViaBin(o.Bin, path, findSpec)
+		what := o.BinIs
+		if what == "" {
+			what = "--vllm-bin"
+		}
+		return findViaBin(o.Bin, what, path, findSpec)
 	}
 	var tried []string
 	if script, err := lookPath("vllm", path); err != nil {

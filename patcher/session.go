@@ -14,6 +14,11 @@ import (
 type Options struct {
 	Find      FindOptions
 	PatchSets []string // user patch set files, tried before the embedded ones
+	// Overlay, if set, is an overlay directory (apply --overlay) to look
+	// through: the session sees each module as Python will with the
+	// overlay on PYTHONPATH. Only for status; apply and revert with an
+	// overlay open the tree itself and call ApplyOverlay, RevertOverlay.
+	Overlay string
 }
 
 // Session is one look at an installed vLLM: where it is, which patch sets
@@ -24,6 +29,7 @@ type Session struct {
 	Install *Install
 	Library *Library
 	Sel     *Selection
+	Overlay *OverlayView // the overlay looked through (Options.Overlay), or nil
 	snap    snapshot
 }
 
@@ -42,11 +48,15 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	var view *OverlayView
+	if o.Overlay != "" {
+		snap, view = viewThroughOverlay(inst, snap, o.Overlay)
+	}
 	sel, err := choose(lib, snap)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Install: inst, Library: lib, Sel: sel, snap: snap}, nil
+	return &Session{Install: inst, Library: lib, Sel: sel, Overlay: view, snap: snap}, nil
 }
 
 // Plan returns the chosen set's plan, or an error that explains why no set
@@ -61,6 +71,9 @@ func (s *Session) Plan() (*SetPlan, error) {
 // Apply writes the plan: all files or none. It returns one line per file
 // written; none when the tree is already patched.
 func (s *Session) Apply() ([]string, error) {
+	if s.Overlay != nil {
+		return nil, errorf(exit.Internal, "Apply on a session that looks through an overlay")
+	}
 	p, err := s.Plan()
 	if err != nil {
 		return nil, err
@@ -109,6 +122,9 @@ func (s *Session) revertChanges() ([]change, error) {
 
 // Revert restores the original files and removes the created ones.
 func (s *Session) Revert(dryRun bool) ([]string, error) {
+	if s.Overlay != nil {
+		return nil, errorf(exit.Internal, "Revert on a session that looks through an overlay")
+	}
 	changes, err := s.revertChanges()
 	if err != nil || dryRun {
 		return describe(changes, true), err
@@ -175,12 +191,13 @@ type StatusReport struct {
 	State    FileState    `json:"state"`
 	Files    []FileStatus `json:"files"`
 	Problems string       `json:"problems,omitempty"`
+	Overlay  *OverlayView `json:"overlay,omitempty"` // the overlay looked through, if any
 }
 
 // Status reports, per target file, whether it is unpatched, patched,
 // outdated or modified.
 func (s *Session) Status() *StatusReport {
-	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via}
+	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via, Overlay: s.Overlay}
 	p, err := s.Plan()
 	if err != nil {
 		r.Why = "no patch set fits"

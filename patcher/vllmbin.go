@@ -206,16 +206,17 @@ func viaScript(script, path, what string, runPython func(string) string) (dir, v
 	return "", "", tried, fmt.Errorf("%s: its interpreter %s has no vllm package (looked in %s)", script, interp, strings.Join(tried, ", "))
 }
 
-// findViaBin resolves --vllm-bin: an explicit program that must lead to
-// vLLM, or the whole run fails with ExitVLLMBin.
-func findViaBin(bin, path string, runPython func(string) string) (*Install, error) {
+// findViaBin resolves --vllm-bin (or exec's COMMAND named vllm; what says
+// which): an explicit program that must lead to vLLM, or the whole run
+// fails with ExitVLLMBin.
+func findViaBin(bin, what, path string, runPython func(string) string) (*Install, error) {
 	p, err := lookPath(bin, path)
 	if err != nil {
-		return nil, errorf(ExitVLLMBin, "--vllm-bin %s: %v. Pass the vllm program the server runs (for example /opt/venv/bin/vllm), or --vllm-dir.", bin, err)
+		return nil, errorf(ExitVLLMBin, "%s %s: %v. Pass the vllm program the server runs (for example /opt/venv/bin/vllm) with --vllm-bin, or the package with --vllm-dir.", what, bin, err)
 	}
-	dir, via, _, err := viaScript(p, path, "--vllm-bin", runPython)
+	dir, via, _, err := viaScript(p, path, what, runPython)
 	if err != nil {
-		return nil, errorf(ExitVLLMBin, "--vllm-bin: %v. Pass the vllm console script the server runs, or the package with --vllm-dir.", err)
+		return nil, errorf(ExitVLLMBin, "%s: %v. Pass the vllm console script the server runs with --vllm-bin, or the package with --vllm-dir.", what, err)
 	}
 	return fromDir(dir, via)
 }

@@ -12,6 +12,7 @@ import (
 type vllmFlags struct {
 	vllmDir   string
 	vllmBin   string
+	vllmBinIs string // what vllmBin is when not the flag (exec's COMMAND)
 	patchsets []string
 }
 
@@ -22,7 +23,7 @@ func (f *vllmFlags) register(cmd *cobra.Command) {
 }
 
 func (f *vllmFlags) options() patcher.Options {
-	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir, Bin: f.vllmBin}, PatchSets: f.patchsets}
+	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir, Bin: f.vllmBin, BinIs: f.vllmBinIs}, PatchSets: f.patchsets}
 }
 
 // onFailure is --on-failure, what to do when patching fails: abort or
