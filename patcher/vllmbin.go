@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-
-	"mvdan.cc/sh/v3/shell"
 )
 
 // This file finds vLLM the way the server will run it: from the vllm
@@ -92,11 +90,11 @@ func scriptInterpreter(script, path string) (string, error) {
 		if !strings.HasPrefix(second, "'''exec' ") {
 			return "", fmt.Errorf("%s is a shell script, not a Python console script", script)
 		}
-		fields, err := shell.Fields(strings.TrimPrefix(second, "'''exec' "), func(string) string { return "" })
-		if err != nil || len(fields) == 0 {
+		word, ok := firstShellWord(strings.TrimPrefix(second, "'''exec' "))
+		if !ok {
 			return "", fmt.Errorf("%s: cannot read the interpreter from its line %q", script, strings.TrimSpace(second))
 		}
-		interp = fields[0]
+		interp = word
 	}
 	if !filepath.IsAbs(interp) {
 		return "", fmt.Errorf("%s: its interpreter %q is not an absolute path", script, interp)
@@ -105,6 +103,46 @@ func scriptInterpreter(script, path string) (string, error) {
 		return "", fmt.Errorf("%s: its interpreter %s does not exist or is not executable", script, interp)
 	}
 	return interp, nil
+}
+
+// firstShellWord reads the first word of a shell line as sh would, for
+// the quoting installers write: bare characters, '...', and "..." with
+// backslash escapes. ok is false for an empty or unterminated word.
+func firstShellWord(line string) (word string, ok bool) {
+	line = strings.TrimLeft(line, " \t")
+	var b strings.Builder
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; c {
+		case ' ', '\t', '\n':
+			return b.String(), b.Len() > 0
+		case '\'':
+			j := strings.IndexByte(line[i+1:], '\'')
+			if j < 0 {
+				return "", false
+			}
+			b.WriteString(line[i+1 : i+1+j])
+			i += j + 1
+		case '"':
+			i++
+			for ; i < len(line) && line[i] != '"'; i++ {
+				if line[i] == '\\' && i+1 < len(line) && strings.IndexByte("$`\"\\", line[i+1]) >= 0 {
+					i++
+				}
+				b.WriteByte(line[i])
+			}
+			if i >= len(line) {
+				return "", false
+			}
+		case '\\':
+			if i+1 < len(line) {
+				i++
+				b.WriteByte(line[i])
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), b.Len() > 0
 }
 
 var pythonVersionRE = regexp.MustCompile(`^python(3\.\d+)$`)

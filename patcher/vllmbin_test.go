@@ -217,3 +217,24 @@ func TestPythonVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstShellWord(t *testing.T) {
+	for in, want := range map[string]string{
+		`'/a b/python' "$0" "$@"`:       "/a b/python",
+		`"/a b/py\"thon" "$0"`:          `/a b/py"thon`,
+		`/plain/python "$0"`:            "/plain/python",
+		`/x/'y z'/python`:               "/x/y z/python",
+		`"/a\\b" x`:                     `/a\b`,
+		`/with\ space/python "$0" "$@"`: "/with space/python",
+		"  '/lead'\n":                   "/lead",
+	} {
+		if got, ok := firstShellWord(in); !ok || got != want {
+			t.Errorf("firstShellWord(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "   ", `'unterminated`, `"unterminated`} {
+		if got, ok := firstShellWord(in); ok {
+			t.Errorf("firstShellWord(%q) = %q, want not ok", in, got)
+		}
+	}
+}
