@@ -5,10 +5,13 @@
 //
 // A run is three steps, and only the last one writes:
 //
-//  1. Find the vllm package (find.go): --vllm-dir, $VLLM_DIR, $VIRTUAL_ENV,
-//     well-known install paths, then python3's importlib.util.find_spec,
-//     which locates the package without importing it (importing vllm loads
-//     torch and costs seconds).
+//  1. Find the vllm package (find.go) the way the server will run it:
+//     --vllm-dir, $VLLM_DIR, then the vllm program (--vllm-bin, or the one
+//     on PATH) followed through its #! line to its interpreter's
+//     site-packages (vllmbin.go), then $VIRTUAL_ENV, $CONDA_PREFIX,
+//     well-known install paths (Docker images, /opt/venv, /opt/conda), then
+//     python3's importlib.util.find_spec, which locates the package
+//     without importing it (importing vllm loads torch and costs seconds).
 //  2. Plan (Open): read every file any patch set targets into a snapshot,
 //     plan every patch set against it (planSet is pure: snapshot in, new
 //     file contents, each anchor's result and diagnostics out; the doctor
@@ -20,6 +23,12 @@
 //  3. Write (Session.Apply, Session.Revert, commit.go): all files or none, through
 //     temporary files and renames, keeping modes and dropping stale
 //     __pycache__ entries. A symlink leading out of the package is refused.
+//     Or, for a read-only install, into an overlay directory instead
+//     (Session.ApplyOverlay, overlay.go): the same plan's new contents as
+//     patched copies, plus a sitecustomize.py import hook that serves them
+//     in place of the originals while those are unchanged. Opening a
+//     session with Options.Overlay shows the tree as Python sees it through
+//     one (status).
 //
 // Every inserted block is wrapped in marker comments:
 //

@@ -18,6 +18,11 @@ var (
 	ExitFS        = ExitCodes.Add(7, "cannot write: read-only or missing directory, permissions, a symlink out of the package")
 	ExitDisagree  = ExitCodes.Add(8, "several patch sets fit and disagree")
 	ExitModified  = ExitCodes.Add(9, "files changed in a way no patch set explains (broken markers, a foreign file)")
+	ExitVLLMBin   = ExitCodes.Add(36, "`--vllm-bin` (or `exec`'s `vllm` command) leads to no vLLM: no such program, not a Python console script, a missing `#!` interpreter, or no `vllm` in its site-packages")
+	ExitOverlay   = ExitCodes.Add(37, "`--overlay DIR` cannot be used: not writable, not a directory, inside the vllm package, `:` in the path, or holding files the overlay did not write")
+	// exec's, as shells have them; once COMMAND runs, its status is the process's.
+	ExitNotExecutable   = ExitCodes.Add(126, "`exec`: COMMAND was found but cannot be executed")
+	ExitCommandNotFound = ExitCodes.Add(127, "`exec`: COMMAND was not found (or its `#!` interpreter is missing)")
 )
 
 func errorf(code exit.Code, format string, args ...any) *exit.Error {

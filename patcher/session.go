@@ -3,6 +3,7 @@ package patcher
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
@@ -13,6 +14,11 @@ import (
 type Options struct {
 	Find      FindOptions
 	PatchSets []string // user patch set files, tried before the embedded ones
+	// Overlay, if set, is an overlay directory (apply --overlay) to look
+	// through: the session sees each module as Python will with the
+	// overlay on PYTHONPATH. Only for status; apply and revert with an
+	// overlay open the tree itself and call ApplyOverlay, RevertOverlay.
+	Overlay string
 }
 
 // Session is one look at an installed vLLM: where it is, which patch sets
@@ -23,6 +29,7 @@ type Session struct {
 	Install *Install
 	Library *Library
 	Sel     *Selection
+	Overlay *OverlayView // the overlay looked through (Options.Overlay), or nil
 	snap    snapshot
 }
 
@@ -41,11 +48,15 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	var view *OverlayView
+	if o.Overlay != "" {
+		snap, view = viewThroughOverlay(inst, snap, o.Overlay)
+	}
 	sel, err := choose(lib, snap)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Install: inst, Library: lib, Sel: sel, snap: snap}, nil
+	return &Session{Install: inst, Library: lib, Sel: sel, Overlay: view, snap: snap}, nil
 }
 
 // Plan returns the chosen set's plan, or an error that explains why no set
@@ -60,6 +71,9 @@ func (s *Session) Plan() (*SetPlan, error) {
 // Apply writes the plan: all files or none. It returns one line per file
 // written; none when the tree is already patched.
 func (s *Session) Apply() ([]string, error) {
+	if s.Overlay != nil {
+		return nil, errorf(exit.Internal, "Apply on a session that looks through an overlay")
+	}
 	p, err := s.Plan()
 	if err != nil {
 		return nil, err
@@ -108,6 +122,9 @@ func (s *Session) revertChanges() ([]change, error) {
 
 // Revert restores the original files and removes the created ones.
 func (s *Session) Revert(dryRun bool) ([]string, error) {
+	if s.Overlay != nil {
+		return nil, errorf(exit.Internal, "Revert on a session that looks through an overlay")
+	}
 	changes, err := s.revertChanges()
 	if err != nil || dryRun {
 		return describe(changes, true), err
@@ -118,23 +135,41 @@ func (s *Session) Revert(dryRun bool) ([]string, error) {
 	return describe(changes, true), nil
 }
 
+// DiffBase is the directory a diff's paths are relative to.
+type DiffBase string
+
+const (
+	// DiffSite: a/vllm/..., for patch -p1 -d SITE_PACKAGES (or git apply there).
+	DiffSite DiffBase = "site"
+	// DiffPackage: a/entrypoints/..., for patch -p1 -d SITE_PACKAGES/vllm,
+	// as image builds apply their own patch series to the package directory.
+	DiffPackage DiffBase = "package"
+)
+
 // Diff writes what Apply would do as a unified diff with a/ and b/ paths
 // relative to the directory above vllm/, for git apply or patch -p1.
-func (s *Session) Diff(w io.Writer) error {
+func (s *Session) Diff(w io.Writer) error { return s.DiffRelativeTo(w, DiffSite) }
+
+// DiffRelativeTo is Diff with paths relative to base.
+func (s *Session) DiffRelativeTo(w io.Writer, base DiffBase) error {
 	p, err := s.Plan()
 	if err != nil {
 		return err
 	}
 	for _, f := range p.Changes() {
-		old, oldLabel := string(f.Current), "a/"+f.Path
+		path := f.Path
+		if base == DiffPackage {
+			path = strings.TrimPrefix(path, "vllm/") // spec guarantees the prefix
+		}
+		old, oldLabel := string(f.Current), "a/"+path
 		if !f.Exists {
 			old, oldLabel = "", "/dev/null"
 		}
-		fmt.Fprintf(w, "diff --git a/%s b/%s\n", f.Path, f.Path)
+		fmt.Fprintf(w, "diff --git a/%s b/%s\n", path, path)
 		if !f.Exists {
 			fmt.Fprintf(w, "new file mode 100644\n")
 		}
-		io.WriteString(w, udiff.Unified(oldLabel, "b/"+f.Path, old, string(f.New)))
+		io.WriteString(w, udiff.Unified(oldLabel, "b/"+path, old, string(f.New)))
 	}
 	return nil
 }
@@ -156,12 +191,13 @@ type StatusReport struct {
 	State    FileState    `json:"state"`
 	Files    []FileStatus `json:"files"`
 	Problems string       `json:"problems,omitempty"`
+	Overlay  *OverlayView `json:"overlay,omitempty"` // the overlay looked through, if any
 }
 
 // Status reports, per target file, whether it is unpatched, patched,
 // outdated or modified.
 func (s *Session) Status() *StatusReport {
-	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via}
+	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via, Overlay: s.Overlay}
 	p, err := s.Plan()
 	if err != nil {
 		r.Why = "no patch set fits"
