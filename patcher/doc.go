@@ -5,10 +5,13 @@
 //
 // A run is three steps, and only the last one writes:
 //
-//  1. Find the vllm package (find.go): --vllm-dir, $VLLM_DIR, $VIRTUAL_ENV,
-//     well-known install paths, then python3's importlib.util.find_spec,
-//     which locates the package without importing it (importing vllm loads
-//     torch and costs seconds).
+//  1. Find the vllm package (find.go) the way the server will run it:
+//     --vllm-dir, $VLLM_DIR, then the vllm program (--vllm-bin, or the one
+//     on PATH) followed through its #! line to its interpreter's
+//     site-packages (vllmbin.go), then $VIRTUAL_ENV, $CONDA_PREFIX,
+//     well-known install paths (Docker images, /opt/venv, /opt/conda), then
+//     python3's importlib.util.find_spec, which locates the package
+//     without importing it (importing vllm loads torch and costs seconds).
 //  2. Plan (Open): read every file any patch set targets into a snapshot,
 //     plan every patch set against it (planSet is pure: snapshot in, new
 //     file contents, each anchor's result and diagnostics out; the doctor
@@ -36,6 +39,13 @@
 //     finishes it. Trees the older patch_timings scripts edited are
 //     refused unless TakeOver, which removes their edits exactly
 //     (legacy.go).
+//     Or, for a read-only install, into an overlay directory instead
+//     (Session.ApplyOverlay, overlay.go): the same plan's new contents,
+//     compiled first as well, as patched copies, plus a sitecustomize.py
+//     import hook that serves them in place of the originals while those
+//     are unchanged; the tree is then only read (no lock, no manifest in
+//     it). Opening a session with Options.Overlay shows the tree as Python
+//     sees it through one (status).
 //
 // Every inserted block is wrapped in marker comments:
 //

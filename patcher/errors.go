@@ -25,6 +25,12 @@ var (
 	ExitPatchSetFile = ExitCodes.Add(33, "a `--patchset` file is not a regular file (a device, a FIFO, a directory) or is larger than 1 MiB")
 	ExitManifest     = ExitCodes.Add(34, "`vllm/.vllm-timings.json` is unreadable or written by a newer vllm-timings")
 	ExitLayouts      = ExitCodes.Add(35, "files of several vLLM layouts exist and nothing tells which one is installed")
+
+	ExitVLLMBin = ExitCodes.Add(36, "`--vllm-bin` (or `exec`'s `vllm` command) leads to no vLLM: no such program, not a Python console script, a missing `#!` interpreter, or no `vllm` in its site-packages")
+	ExitOverlay = ExitCodes.Add(37, "`--overlay DIR` cannot be used: not writable, not a directory, inside the vllm package, `:` in the path, or holding files the overlay did not write")
+	// exec's, as shells have them; once COMMAND runs, its status is the process's.
+	ExitNotExecutable   = ExitCodes.Add(126, "`exec`: COMMAND was found but cannot be executed")
+	ExitCommandNotFound = ExitCodes.Add(127, "`exec`: COMMAND was not found (or its `#!` interpreter is missing)")
 )
 
 func errorf(code exit.Code, format string, args ...any) *exit.Error {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -29,11 +28,16 @@ type FindOptions struct {
 	Getenv func(string) string // defaults to os.Getenv
 	Root   string              // filesystem root for the well-known paths; "/" by default
 	Python string              // interpreter for the last resort; "python3" by default, "-" disables it
+	Bin    string              // --vllm-bin: the vllm program the server runs; empty means look on PATH
+	BinIs  string              // what Bin is, for messages; "--vllm-bin" by default
+	Path   string              // the PATH the server runs with; $PATH by default
 }
 
 // wellKnown are globbed in order below Root; $VIRTUAL_ENV comes first.
 var wellKnown = []string{
 	"opt/venv/lib/python3*/site-packages",
+	"opt/conda/lib/python3*/site-packages",
+	"opt/conda/envs/*/lib/python3*/site-packages",
 	"usr/local/lib/python3*/dist-packages",
 	"usr/local/lib/python3*/site-packages",
 	"usr/lib/python3*/dist-packages",
@@ -41,10 +45,13 @@ var wellKnown = []string{
 	"usr/lib64/python3*/site-packages",
 }
 
-// find locates the vLLM package without importing it: the --vllm-dir flag,
-// then $VLLM_DIR, then $VIRTUAL_ENV and well-known install paths, and last
-// python3's importlib.util.find_spec("vllm"), which finds the package
-// without running it.
+// find locates the vLLM package without importing it, the way the server
+// will run it: the --vllm-dir flag, then $VLLM_DIR, then --vllm-bin or the
+// vllm program on PATH (its shebang's interpreter's site-packages), then
+// $VIRTUAL_ENV, $CONDA_PREFIX and well-known install paths (Docker images,
+// /opt/venv, conda), and last python3's importlib.util.find_spec("vllm"),
+// which finds the package without running it. When nothing is found, the
+// error lists every place and method tried.
 func find(o FindOptions) (*Install, error) {
 	getenv := o.Getenv
 	if getenv == nil {
@@ -56,26 +63,48 @@ func find(o FindOptions) (*Install, error) {
 	if d := getenv("VLLM_DIR"); d != "" {
 		return fromDir(d, "$VLLM_DIR")
 	}
+	path := o.Path
+	if path == "" {
+		path = getenv("PATH")
+	}
+	if o.Bin != "" {
+		what := o.BinIs
+		if what == "" {
+			what = "--vllm-bin"
+		}
+		return findViaBin(o.Bin, what, path, findSpec)
+	}
+	var tried []string
+	if script, err := lookPath("vllm", path); err != nil {
+		tried = append(tried, "the vllm program on PATH: none ("+pathHint(path)+")")
+	} else {
+		dir, via, where, err := viaScript(script, path, "vllm on PATH:", findSpec)
+		if err == nil {
+			return fromDir(dir, via)
+		}
+		if where == nil {
+			tried = append(tried, "the vllm program on PATH, "+err.Error())
+		} else {
+			tried = append(tried, "the vllm program on PATH ("+script+"), through its interpreter: "+strings.Join(where, ", "))
+		}
+	}
 	root := o.Root
 	if root == "" {
 		root = "/"
 	}
-	var tried []string
 	var patterns []string
-	if venv := getenv("VIRTUAL_ENV"); venv != "" {
-		patterns = append(patterns, filepath.Join(venv, "lib/python3*/site-packages"))
+	for _, env := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if venv := getenv(env); venv != "" {
+			patterns = append(patterns, filepath.Join(venv, "lib/python3*/site-packages"))
+		}
 	}
 	for _, p := range wellKnown {
 		patterns = append(patterns, filepath.Join(root, p))
 	}
 	for _, p := range patterns {
 		tried = append(tried, p)
-		dirs, _ := filepath.Glob(p)
-		sort.Sort(sort.Reverse(sort.StringSlice(dirs))) // newest Python first
-		for _, d := range dirs {
-			if isPackage(filepath.Join(d, "vllm")) {
-				return fromDir(filepath.Join(d, "vllm"), p)
-			}
+		if d := globPackage(p); d != "" {
+			return fromDir(d, p)
 		}
 	}
 	py := o.Python
@@ -83,12 +112,16 @@ func find(o FindOptions) (*Install, error) {
 		py = "python3"
 	}
 	if py != "-" {
-		if d := findSpec(py); d != "" {
-			return fromDir(d, py+` importlib.util.find_spec("vllm")`)
+		ask := ` -c 'importlib.util.find_spec("vllm")'`
+		if abs, err := lookPath(py, path); err != nil {
+			tried = append(tried, py+ask+": no "+py+" on PATH ("+pathHint(path)+")")
+		} else if d := findSpec(abs); d != "" {
+			return fromDir(d, py+" ("+abs+")"+ask)
+		} else {
+			tried = append(tried, py+" ("+abs+")"+ask+": no vllm")
 		}
-		tried = append(tried, py+` -c 'importlib.util.find_spec("vllm")'`)
 	}
-	return nil, errorf(ExitNotFound, "vLLM not found. Looked in:\n  %s\nPass --vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
+	return nil, errorf(ExitNotFound, "vLLM not found. Looked in:\n  %s\nPass --vllm-bin PROGRAM (the vllm the server runs, for example /opt/venv/bin/vllm), --vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
 		strings.Join(tried, "\n  "))
 }
 

@@ -71,7 +71,7 @@ func TestFindWithPythonDoesNotImport(t *testing.T) {
 	site := t.TempDir()
 	pkg := mkpkg(t, site, "0.33.0")
 	t.Setenv("PYTHONPATH", site)
-	inst, err := find(FindOptions{Getenv: func(string) string { return "" }, Root: t.TempDir()})
+	inst, err := find(FindOptions{Getenv: func(string) string { return "" }, Path: os.Getenv("PATH"), Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,11 @@ type Options struct {
 	// Python compiles the patched files before they are written: "" is
 	// python3 from PATH, "-" only the project's scanner.
 	Python string
+	// Overlay, if set, is an overlay directory (apply --overlay) to look
+	// through: the session sees each module as Python will with the
+	// overlay on PYTHONPATH. Only for status; apply and revert with an
+	// overlay open the tree itself and call ApplyOverlay, RevertOverlay.
+	Overlay string
 }
 
 // Session is one look at an installed vLLM: where it is, which patch sets
@@ -46,6 +51,7 @@ type Session struct {
 	// (a --patchset that fits nothing, bytecode that could not be
 	// removed, leftovers removed). Commands print them.
 	Warnings []string
+	Overlay  *OverlayView // the overlay looked through (Options.Overlay), or nil
 
 	opts      Options
 	snap      snapshot // the files as they are
@@ -104,6 +110,9 @@ func (s *Session) read() error {
 	snap, err := readSnapshot(s.Install, s.files())
 	if err != nil {
 		return err
+	}
+	if s.opts.Overlay != "" {
+		snap, s.Overlay = viewThroughOverlay(s.Install, snap, s.opts.Overlay)
 	}
 	s.snap, s.clean, s.legacy, s.legacyErr = snap, snapshot{}, nil, nil
 	for rel, st := range snap {
@@ -216,6 +225,9 @@ func (s *Session) legacyError(verb string) error {
 // not write (another set's, an interrupted run's) is reverted in the same
 // step.
 func (s *Session) Apply() ([]string, error) {
+	if s.Overlay != nil {
+		return nil, errorf(exit.Internal, "Apply on a session that looks through an overlay")
+	}
 	release, err := s.ensureLocked()
 	if err != nil {
 		return nil, err
@@ -435,6 +447,9 @@ func (s *Session) isCreatedTarget(rel string) bool {
 // the --patchset that applied them. The module goes last, so a serving
 // file never imports a missing one.
 func (s *Session) Revert(dryRun bool) ([]string, error) {
+	if s.Overlay != nil {
+		return nil, errorf(exit.Internal, "Revert on a session that looks through an overlay")
+	}
 	if !dryRun {
 		release, err := s.ensureLocked()
 		if err != nil {
@@ -460,23 +475,41 @@ func (s *Session) Revert(dryRun bool) ([]string, error) {
 	return describe(changes, true), nil
 }
 
+// DiffBase is the directory a diff's paths are relative to.
+type DiffBase string
+
+const (
+	// DiffSite: a/vllm/..., for patch -p1 -d SITE_PACKAGES (or git apply there).
+	DiffSite DiffBase = "site"
+	// DiffPackage: a/entrypoints/..., for patch -p1 -d SITE_PACKAGES/vllm,
+	// as image builds apply their own patch series to the package directory.
+	DiffPackage DiffBase = "package"
+)
+
 // Diff writes what Apply would do as a unified diff with a/ and b/ paths
 // relative to the directory above vllm/, for git apply or patch -p1.
-func (s *Session) Diff(w io.Writer) error {
+func (s *Session) Diff(w io.Writer) error { return s.DiffRelativeTo(w, DiffSite) }
+
+// DiffRelativeTo is Diff with paths relative to base.
+func (s *Session) DiffRelativeTo(w io.Writer, base DiffBase) error {
 	p, err := s.Plan()
 	if err != nil {
 		return err
 	}
 	for _, f := range p.Changes() {
-		old, oldLabel := string(f.Current), "a/"+f.Path
+		path := f.Path
+		if base == DiffPackage {
+			path = strings.TrimPrefix(path, "vllm/") // spec guarantees the prefix
+		}
+		old, oldLabel := string(f.Current), "a/"+path
 		if !f.Exists {
 			old, oldLabel = "", "/dev/null"
 		}
-		fmt.Fprintf(w, "diff --git a/%s b/%s\n", f.Path, f.Path)
+		fmt.Fprintf(w, "diff --git a/%s b/%s\n", path, path)
 		if !f.Exists {
 			fmt.Fprintf(w, "new file mode 100644\n")
 		}
-		io.WriteString(w, udiff.Unified(oldLabel, "b/"+f.Path, old, string(f.New)))
+		io.WriteString(w, udiff.Unified(oldLabel, "b/"+path, old, string(f.New)))
 	}
 	return nil
 }
@@ -511,13 +544,15 @@ type StatusReport struct {
 	// Stale are files of another vLLM layout that the chosen set does not
 	// use (left from an upgrade).
 	Stale []string `json:"stale,omitempty"`
+	// Overlay is the overlay looked through, if any.
+	Overlay *OverlayView `json:"overlay,omitempty"`
 }
 
 // Status reports, per target file, whether it is unpatched, patched,
 // outdated or modified, and what else is there: an interrupted run,
 // leftovers, the older scripts' edits, stale files.
 func (s *Session) Status() *StatusReport {
-	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via, Legacy: s.legacy, Stale: s.Sel.Stale}
+	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via, Legacy: s.legacy, Stale: s.Sel.Stale, Overlay: s.Overlay}
 	r.InProgress = !s.lock.held() && lockHeldElsewhere(s.Install.Dir)
 	if s.manifest != nil {
 		for _, set := range s.manifest.Sets {

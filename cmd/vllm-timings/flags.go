@@ -12,13 +12,16 @@ import (
 
 // vllmFlags are the flags every command that touches vLLM shares.
 type vllmFlags struct {
-	vllmDir   dirFlag
+	vllmDir   string
+	vllmBin   string
+	vllmBinIs string // what vllmBin is when not the flag (exec's COMMAND)
 	patchsets []string
 	lockWait  time.Duration
 }
 
 func (f *vllmFlags) register(cmd *cobra.Command) {
-	cmd.Flags().Var(&f.vllmDir, "vllm-dir", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
+	cmd.Flags().Var(&nonEmpty{&f.vllmDir, "pass the vllm package directory, or leave the flag out to search for vLLM"}, "vllm-dir", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
+	cmd.Flags().Var(&nonEmpty{&f.vllmBin, "pass the vllm program the server runs, or leave the flag out to use the vllm on $PATH"}, "vllm-bin", "the vllm program the server runs (for example /opt/venv/bin/vllm): vLLM is looked for where its interpreter keeps its packages (default: the vllm on $PATH)")
 	cmd.Flags().StringArrayVar(&f.patchsets, "patchset", nil, "an extra patch set (.hcl), tried before the embedded ones; repeatable")
 }
 
@@ -28,22 +31,31 @@ func (f *vllmFlags) registerLock(cmd *cobra.Command) {
 }
 
 func (f *vllmFlags) options() patcher.Options {
-	return patcher.Options{Find: patcher.FindOptions{Dir: string(f.vllmDir)}, PatchSets: f.patchsets, LockWait: f.lockWait}
+	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir, Bin: f.vllmBin, BinIs: f.vllmBinIs}, PatchSets: f.patchsets, LockWait: f.lockWait}
 }
 
-// dirFlag is --vllm-dir. An empty or blank value is refused when the flag
-// is parsed (exit 2): it is almost always an unset variable, and taken as
+// nonEmpty is a path flag that refuses an empty or blank value when it is
+// parsed (exit 2): that is almost always an unset variable, and taken as
 // "not given" it would silently search the system instead.
-type dirFlag string
+type nonEmpty struct {
+	p    *string
+	hint string // what to pass instead
+}
 
-func (f *dirFlag) String() string { return string(*f) }
-func (f *dirFlag) Type() string   { return "string" }
-
-func (f *dirFlag) Set(s string) error {
-	if strings.TrimSpace(s) == "" {
-		return errors.New("empty (an unset variable in the command line?); pass the vllm package directory, or leave the flag out to search for vLLM")
+func (f *nonEmpty) String() string {
+	if f.p == nil {
+		return ""
 	}
-	*f = dirFlag(s)
+	return *f.p
+}
+
+func (f *nonEmpty) Type() string { return "string" }
+
+func (f *nonEmpty) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("empty (an unset variable in the command line?); " + f.hint)
+	}
+	*f.p = s
 	return nil
 }
 

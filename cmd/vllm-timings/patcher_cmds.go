@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,7 @@ type applyOptions struct {
 	onFailure onFailure
 	dryRun    bool
 	takeOver  bool
+	overlay   string
 	out, err  io.Writer
 }
 
@@ -47,8 +49,10 @@ func newCmdApply(out, errw io.Writer) *cobra.Command {
 		Long: `Patch the installed vLLM so that /v1/chat/completions and /v1/completions
 responses carry a llama.cpp-style "timings" object.
 
-apply finds vLLM (--vllm-dir, $VLLM_DIR, $VIRTUAL_ENV, well-known install
-paths, then python3's importlib.util.find_spec), picks the patch set whose
+apply finds vLLM (--vllm-dir, $VLLM_DIR, --vllm-bin or the vllm program on
+$PATH followed to its interpreter's site-packages, $VIRTUAL_ENV,
+$CONDA_PREFIX, well-known install paths, then python3's
+importlib.util.find_spec), picks the patch set whose
 anchors all match the installed files, plans every edit in memory and then
 writes all files or none. Running it again on a patched tree writes nothing.
 
@@ -75,12 +79,25 @@ Exit codes:
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
 	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "remove the edits of the older patch_timings scripts exactly, then apply (revert then gives vLLM's own files)")
 	o.registerLock(cmd)
+	o.registerOverlay(cmd)
 	return cmd
 }
 
-func applyRun(o *applyOptions) (err error) {
+func (o *applyOptions) registerOverlay(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.overlay, "overlay", "", "leave vLLM's files alone and write patched copies and a sitecustomize.py import hook into this writable directory, for a read-only or non-root install; Python uses them with the directory first on PYTHONPATH")
+}
+
+func applyRun(o *applyOptions) error {
+	_, err := applyOrWarn(o)
+	return err
+}
+
+// applyOrWarn is apply with --on-failure: under warn every failure, a
+// crash included, is printed and not returned, since vLLM must start. It
+// returns the overlay directory Python must see first on PYTHONPATH, or ""
+// when none is needed.
+func applyOrWarn(o *applyOptions) (overlay string, err error) {
 	if o.onFailure == "warn" {
-		// warn softens every failure, a crash included: vLLM must start.
 		defer func() {
 			if r := recover(); r != nil {
 				err = fmt.Errorf("internal error: %v", r)
@@ -88,7 +105,7 @@ func applyRun(o *applyOptions) (err error) {
 			if err != nil {
 				fmt.Fprintf(o.err, "%s\n", strings.TrimRight(err.Error(), "\n"))
 				logf(o.err, "warning: %s; vLLM starts without timings (--on-failure warn)", afterFailure(err))
-				err = nil
+				overlay, err = "", nil
 			}
 		}()
 	}
@@ -103,21 +120,25 @@ func afterFailure(err error) string {
 	return "nothing was changed"
 }
 
-func applyDo(o *applyOptions) error {
+func applyDo(o *applyOptions) (string, error) {
 	opts := o.options()
-	opts.Lock, opts.TakeOver = !o.dryRun, o.takeOver
+	// The overlay leaves the tree alone: no lock file, no manifest in it.
+	opts.Lock, opts.TakeOver = !o.dryRun && o.overlay == "", o.takeOver
 	s, err := patcher.Open(opts)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer s.Close()
 	defer warn(o.err, s)
 	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
 	p, err := s.Plan()
 	if err != nil {
-		return err
+		return "", err
 	}
 	logf(o.out, "%s", s.Sel.Why)
+	if o.overlay != "" {
+		return applyOverlay(o, s, p)
+	}
 	if o.dryRun {
 		changes := p.Changes()
 		for _, f := range changes {
@@ -132,11 +153,11 @@ func applyDo(o *applyOptions) error {
 		} else {
 			logf(o.out, "dry run: nothing written")
 		}
-		return nil
+		return "", nil
 	}
 	done, err := s.Apply()
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, d := range done {
 		logf(o.out, "%s", d)
@@ -144,15 +165,49 @@ func applyDo(o *applyOptions) error {
 	if len(done) == 0 {
 		logf(o.out, "already patched; nothing to do")
 	}
-	return nil
+	return "", nil
+}
+
+// applyOverlay is apply --overlay: the tree is read, never written.
+func applyOverlay(o *applyOptions, s *patcher.Session, p *patcher.SetPlan) (string, error) {
+	if o.dryRun {
+		changes := p.Changes()
+		for _, f := range changes {
+			logf(o.out, "would write a patched copy of %s into the overlay %s", f.Path, o.overlay)
+		}
+		if len(changes) == 0 {
+			logf(o.out, "already patched in place; no overlay needed")
+		} else {
+			logf(o.out, "dry run: nothing written")
+		}
+		return "", nil
+	}
+	res, err := s.ApplyOverlay(o.overlay)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range res.Written {
+		logf(o.out, "%s", line)
+	}
+	if !res.Needed {
+		logf(o.out, "already patched in place; no overlay needed")
+		return "", nil
+	}
+	if len(res.Written) == 0 {
+		logf(o.out, "overlay %s is up to date; nothing written", res.Dir)
+	}
+	logf(o.out, "%s is unchanged; Python uses the overlay with this directory first on PYTHONPATH:", s.Install.Dir)
+	fmt.Fprintln(o.out, res.PythonPath())
+	return res.Dir, nil
 }
 
 // --- status ---
 
 type statusOptions struct {
 	vllmFlags
-	json bool
-	out  io.Writer
+	json    bool
+	overlay string
+	out     io.Writer
 }
 
 func newCmdStatus(out io.Writer) *cobra.Command {
@@ -174,11 +229,20 @@ func newCmdStatus(out io.Writer) *cobra.Command {
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.json, "json", false, "print a JSON object for scripts")
+	cmd.Flags().StringVar(&o.overlay, "overlay", "", "report vLLM as Python sees it through this overlay directory (apply --overlay); default: the first overlay on $PYTHONPATH")
 	return cmd
 }
 
 func statusRun(o *statusOptions) error {
-	s, err := patcher.Open(o.options())
+	opts := o.options()
+	opts.Overlay = o.overlay
+	from := ""
+	if opts.Overlay == "" {
+		if opts.Overlay = patcher.FindOverlay(os.Getenv("PYTHONPATH")); opts.Overlay != "" {
+			from = " (from $PYTHONPATH)"
+		}
+	}
+	s, err := patcher.Open(opts)
 	if err != nil {
 		return err
 	}
@@ -192,6 +256,19 @@ func statusRun(o *statusOptions) error {
 	fmt.Fprintf(o.out, "vLLM %s at %s (found via %s)\n", r.Version, r.VLLMDir, r.Via)
 	if r.PatchSet != "" {
 		fmt.Fprintf(o.out, "%s\n", r.Why)
+	}
+	if v := r.Overlay; v != nil {
+		fmt.Fprintf(o.out, "overlay: %s%s\n", v.Dir, from)
+		if v.Problem != "" {
+			fmt.Fprintf(o.out, "  %s\n", v.Problem)
+		}
+		for _, f := range v.Files {
+			if f.Served {
+				fmt.Fprintf(o.out, "  %-10s %s\n", "served", f.Path)
+			} else {
+				fmt.Fprintf(o.out, "  %-10s %s: %s\n", "not served", f.Path, f.Why)
+			}
+		}
 	}
 	fmt.Fprintf(o.out, "state: %s\n", r.State)
 	for _, f := range r.Files {
@@ -227,6 +304,7 @@ type revertOptions struct {
 	vllmFlags
 	dryRun   bool
 	takeOver bool
+	overlay  string
 	out, err io.Writer
 }
 
@@ -249,12 +327,13 @@ patch_timings scripts.`,
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report, write nothing")
 	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "also remove the edits of the older patch_timings scripts")
 	o.registerLock(cmd)
+	cmd.Flags().StringVar(&o.overlay, "overlay", "", "remove the overlay apply --overlay wrote into this directory (vLLM's own files are not touched)")
 	return cmd
 }
 
 func revertRun(o *revertOptions) error {
 	opts := o.options()
-	opts.Lock, opts.TakeOver = !o.dryRun, o.takeOver
+	opts.Lock, opts.TakeOver = !o.dryRun && o.overlay == "", o.takeOver
 	s, err := patcher.Open(opts)
 	if err != nil {
 		return err
@@ -264,6 +343,16 @@ func revertRun(o *revertOptions) error {
 		defer warn(o.err, s)
 	}
 	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
+	if o.overlay != "" {
+		done, err := s.RevertOverlay(o.overlay, o.dryRun)
+		for _, d := range done {
+			logf(o.out, "%s", d)
+		}
+		if err == nil && len(done) == 0 {
+			logf(o.out, "no overlay in %s; nothing to do", o.overlay)
+		}
+		return err
+	}
 	done, err := s.Revert(o.dryRun)
 	if err != nil {
 		return err
@@ -285,7 +374,8 @@ func revertRun(o *revertOptions) error {
 
 type diffOptions struct {
 	vllmFlags
-	out io.Writer
+	relativeTo string
+	out        io.Writer
 }
 
 func newCmdDiff(out io.Writer) *cobra.Command {
@@ -293,23 +383,35 @@ func newCmdDiff(out io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff",
 		Short: "Print what apply would do, as a patch for git apply or patch -p1",
-		Long: `Print the changes apply would make as a unified diff. Paths are a/vllm/... and
-b/vllm/..., so the patch applies with "git apply" or "patch -p1" from the
-directory that holds vllm/ (site-packages). Prints nothing when the tree is
-already patched.`,
+		Long: `Print the changes apply would make as a unified diff. Prints nothing when the
+tree is already patched.
+
+--relative-to says which directory the paths start from:
+  site     a/vllm/..., for "patch -p1 -d SITE_PACKAGES" or "git apply" there
+           (the default)
+  package  a/entrypoints/..., for "patch -p1 -d SITE_PACKAGES/vllm", as an
+           image build's own patch series applies to the vllm package`,
 		Example: `  vllm-timings diff --vllm-dir ./site-packages > timings.patch
-  cd ./site-packages && git apply ../timings.patch`,
+  cd ./site-packages && git apply ../timings.patch
+
+  # One more patch in an image's series (patch -p1 -d "$SP" < "$p", SP the vllm package):
+  vllm-timings diff --relative-to package > patches/90-vllm-timings.patch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			base := patcher.DiffBase(o.relativeTo)
+			if base != patcher.DiffSite && base != patcher.DiffPackage {
+				return usageErrorf("--relative-to %q: use package or site", o.relativeTo)
+			}
 			s, err := patcher.Open(o.options())
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			return s.Diff(o.out)
+			return s.DiffRelativeTo(o.out, base)
 		},
 	}
 	o.register(cmd)
+	cmd.Flags().StringVar(&o.relativeTo, "relative-to", "site", "where the patch's paths start: site (a/vllm/..., patch -p1 -d SITE_PACKAGES) or package (a/entrypoints/..., patch -p1 -d the vllm directory)")
 	return cmd
 }
 

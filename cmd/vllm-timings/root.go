@@ -36,6 +36,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCmdDiff(stdout),
 		newCmdPatchsets(stdout),
 		newCmdDoctor(stdout),
+		newCmdExec(stderr),
 		// nixgen commands
 		newCmdNix(nil),
 		// verify commands

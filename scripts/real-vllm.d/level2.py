@@ -373,7 +373,10 @@ def run(out_path, per_request_metrics=False):
     patched = hasattr(_import("vllm.entrypoints.openai.chat_completion.serving"), "_llamacpp_timings")
 
     async def main():
-        out = {"patched": patched, "per_request_metrics": per_request_metrics, "scenarios": {}, "truth": {}}
+        # chat_module: where the serving code came from, the tree or an overlay's copy.
+        out = {"patched": patched, "per_request_metrics": per_request_metrics,
+               "chat_module": _import("vllm.entrypoints.openai.chat_completion.serving").__file__,
+               "scenarios": {}, "truth": {}}
         for name, sc in SCENARIOS.items():
             out["scenarios"][name] = await h.one(name, sc)
             out["truth"][name] = {"chat": sc["chat"], "stream": sc["req"].get("stream", False), "timings": sc["expect"]}
