@@ -3,11 +3,10 @@ package patcher
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,26 +28,44 @@ type compileInput struct {
 	Old, New []byte // Old nil: a new file
 }
 
-// pyCompileProgram runs compile() on each file, and on its old content when the new
-// one fails, so that source this interpreter is too old for does not count
-// against the patch. It prints one JSON object per file.
+// pyCompileProgram runs compile() on each file, and on its old content when
+// the new one fails, so that source this interpreter is too old for does
+// not count against the patch. It runs on every apply that writes, so it
+// imports nothing (json alone, with re, doubled the interpreter's start):
+// stdin holds, per file, a line "len(rel) len(new) len(old)" (-1: no old)
+// and then those bytes; stdout gets "N i line msg" for a new content that
+// fails, "O i line msg" for its old one, and "done n" last.
 const pyCompileProgram = `
-import base64, json, sys
+import sys
+r = sys.stdin.buffer
 out = []
-for f in json.load(sys.stdin):
-    def err(b):
-        try:
-            compile(base64.b64decode(b), f["rel"], "exec", dont_inherit=True)
-            return None
-        except SyntaxError as e:
-            return {"line": e.lineno or 0, "msg": e.msg or str(e)}
-        except (ValueError, MemoryError, RecursionError) as e:
-            return {"line": 0, "msg": str(e)}
-    r = {"rel": f["rel"], "new": err(f["new"])}
-    if r["new"] is not None and f.get("old") is not None:
-        r["old"] = err(f["old"])
-    out.append(r)
-json.dump(out, sys.stdout)
+i = 0
+def err(src, rel):
+    try:
+        compile(src, rel, "exec", dont_inherit=True)
+        return None
+    except SyntaxError as e:
+        return (e.lineno or 0, e.msg or str(e))
+    except (ValueError, MemoryError, RecursionError) as e:
+        return (0, str(e))
+while True:
+    h = r.readline()
+    if not h:
+        break
+    a, b, c = (int(x) for x in h.split())
+    rel = r.read(a).decode("utf-8", "replace")
+    new = r.read(b)
+    old = r.read(c) if c >= 0 else None
+    e = err(new, rel)
+    if e:
+        out.append("N %d %d %s" % (i, e[0], " ".join(str(e[1]).split())))
+        if old is not None:
+            o = err(old, rel)
+            if o:
+                out.append("O %d %d %s" % (i, o[0], " ".join(str(o[1]).split())))
+    i += 1
+out.append("done %d" % i)
+sys.stdout.write("\n".join(out) + "\n")
 `
 
 // check refuses (ExitCompile) any file whose new content would not
@@ -94,14 +111,14 @@ func (c compileCheck) check(files []compileInput) error {
 }
 
 type pyErr struct {
-	Line int    `json:"line"`
-	Msg  string `json:"msg"`
+	Line int
+	Msg  string
 }
 
+// pyResult is python3's verdict on one file: nil when it compiles.
 type pyResult struct {
-	Rel string `json:"rel"`
-	New *pyErr `json:"new"`
-	Old *pyErr `json:"old"`
+	Rel      string
+	New, Old *pyErr
 }
 
 // python compiles the files with the interpreter; ran is false when there is
@@ -118,39 +135,67 @@ func (c compileCheck) python(files []compileInput) (map[string]pyResult, bool) {
 		}
 		py = p
 	}
-	type in struct {
-		Rel string  `json:"rel"`
-		Old *string `json:"old"`
-		New string  `json:"new"`
-	}
-	var input []in
+	var input bytes.Buffer
 	for _, f := range files {
-		x := in{Rel: f.Rel, New: base64.StdEncoding.EncodeToString(f.New)}
+		oldLen := -1
 		if f.Old != nil {
-			o := base64.StdEncoding.EncodeToString(f.Old)
-			x.Old = &o
+			oldLen = len(f.Old)
 		}
-		input = append(input, x)
+		fmt.Fprintf(&input, "%d %d %d\n", len(f.Rel), len(f.New), oldLen)
+		input.WriteString(f.Rel)
+		input.Write(f.New)
+		input.Write(f.Old)
 	}
-	b, _ := json.Marshal(input)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// -I: no user site, no PYTHON* variables, no script directory; -S: no
+	// site module (nothing a .pth file could run). compile() needs neither.
 	cmd := exec.CommandContext(ctx, py, "-I", "-S", "-c", pyCompileProgram)
-	cmd.Stdin = bytes.NewReader(b)
+	cmd.Stdin = &input
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
 		return nil, false
 	}
-	var results []pyResult
-	if err := json.Unmarshal(out.Bytes(), &results); err != nil || len(results) != len(files) {
-		return nil, false
-	}
+	results, ok := parseCompileOutput(out.String(), files)
+	return results, ok
+}
+
+// parseCompileOutput reads pyCompileProgram's output; ok is false unless
+// it is complete.
+func parseCompileOutput(out string, files []compileInput) (map[string]pyResult, bool) {
 	m := map[string]pyResult{}
-	for _, r := range results {
-		m[r.Rel] = r
+	for _, f := range files {
+		m[f.Rel] = pyResult{Rel: f.Rel}
 	}
-	return m, true
+	done := false
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		fields := strings.SplitN(line, " ", 4)
+		if len(fields) == 2 && fields[0] == "done" {
+			done = fields[1] == strconv.Itoa(len(files))
+			continue
+		}
+		if len(fields) < 3 || (fields[0] != "N" && fields[0] != "O") {
+			return nil, false
+		}
+		i, err1 := strconv.Atoi(fields[1])
+		ln, err2 := strconv.Atoi(fields[2])
+		if err1 != nil || err2 != nil || i < 0 || i >= len(files) {
+			return nil, false
+		}
+		msg := ""
+		if len(fields) == 4 {
+			msg = fields[3]
+		}
+		r := m[files[i].Rel]
+		if fields[0] == "N" {
+			r.New = &pyErr{Line: ln, Msg: msg}
+		} else {
+			r.Old = &pyErr{Line: ln, Msg: msg}
+		}
+		m[files[i].Rel] = r
+	}
+	return m, done
 }
 
 // markersIntact says what is wrong with src's markers: unbalanced, or one
