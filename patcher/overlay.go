@@ -168,9 +168,15 @@ func (s *Session) ApplyOverlay(dir string) (*OverlayResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The copies are what Python will run: the same compile check as in place.
+	// The copies are what Python will run: the same compile check as in
+	// place, for the copies this run writes (one already in the overlay
+	// with these bytes was checked when it was written).
 	var check []change
 	for _, f := range p.Changes() {
+		cur, err := os.ReadFile(filepath.Join(abs, overlayFilesDir, filepath.FromSlash(f.Path)))
+		if err == nil && bytes.Equal(cur, f.New) {
+			continue
+		}
 		check = append(check, change{Rel: f.Path, Old: f.Current, New: f.New, Exists: f.Exists})
 	}
 	if err := s.checkCompiles(check); err != nil {
