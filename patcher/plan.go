@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -234,6 +237,8 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 	}
 	fp.Original = orig
 	src := pysrc.Parse(orig)
+	// A file with CRLF line endings gets CRLF inserted lines.
+	crlf := usesCRLF(orig)
 	var edits []textEdit
 	for i, e := range f.Edits {
 		res := &fp.anchors[i]
@@ -251,7 +256,11 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 			res.Line = src.Stmts[pt.Stmt].Line
 		}
 		p.Anchors++
-		edits = append(edits, textEdit{Start: pt.Offset, End: pt.Offset, New: insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)})
+		ins := insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)
+		if crlf {
+			ins = strings.ReplaceAll(ins, "\n", "\r\n")
+		}
+		edits = append(edits, textEdit{Start: pt.Offset, End: pt.Offset, New: ins})
 	}
 	for i, q := range f.Requires {
 		res := &fp.anchors[len(f.Edits)+i]
@@ -335,12 +344,21 @@ type Selection struct {
 	Chosen     *SetPlan   // nil when no set fits
 	Why        string     // one line for the user
 	Candidates []*SetPlan // every set, in the order they were tried
+	// Err is why no set can be chosen although some fit (they disagree);
+	// status and revert still work on such a tree.
+	Err error
+	// Stale are files of other layouts that fit too but that the chosen
+	// set does not use: left behind by an upgrade.
+	Stale []string
 }
 
 // choose plans every set and picks the one to use: the user's sets first,
 // then the embedded ones; among sets that fit, identical results are fine
-// (the first is used) and different results are an error.
-func choose(lib *Library, snap snapshot) (*Selection, error) {
+// (the first is used). Embedded sets that fit and differ mean files of
+// several vLLM layouts are there (an upgrade left the old ones): the set
+// the manifest or the markers name wins, then the one whose files the
+// installed wheel's RECORD lists; the others' files are reported stale.
+func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection {
 	sel := &Selection{}
 	for _, group := range [][]*spec.PatchSet{lib.User, lib.Embedded} {
 		var fit []*SetPlan
@@ -354,23 +372,155 @@ func choose(lib *Library, snap snapshot) (*Selection, error) {
 		if len(fit) == 0 {
 			continue
 		}
+		var differ []*SetPlan
 		for _, other := range fit[1:] {
 			if !samePlan(fit[0], other) {
-				return sel, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q both fit this vLLM but would write different files", fit[0].Set.Name, other.Set.Name), Hint: "Remove one of them (--patchset), or make one's anchors specific to the version it was written for."}
+				differ = append(differ, other)
 			}
 		}
-		sel.Chosen = fit[0]
+		chosen, how := fit[0], ""
+		if len(differ) > 0 {
+			if !fit[0].Set.Embedded {
+				sel.Err = &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("your patch sets %q (%s) and %q (%s) both fit this vLLM but would write different files", fit[0].Set.Name, fit[0].Set.Source, differ[0].Set.Name, differ[0].Set.Source), Hint: "Pass only one of them with --patchset, or make one's anchors specific to the version it was written for."}
+				return sel
+			}
+			chosen, how = chooseLayout(fit, snap, m, inst)
+			if chosen == nil {
+				var lines []string
+				for _, p := range fit {
+					lines = append(lines, fmt.Sprintf("  %s: %s", p.Set.Name, strings.Join(editedFiles(p.Set), ", ")))
+				}
+				sel.Err = &exit.Error{Code: ExitLayouts, Msg: fmt.Sprintf("this vLLM holds the files of %d layouts, and each fits its own embedded patch set:\n%s\nOne layout is vLLM's; the other's files were left by an upgrade or a copy, and nothing (no vllm-timings markers, no manifest, no *.dist-info/RECORD) tells which", len(fit), strings.Join(lines, "\n")), Hint: "Remove the stale files (the layout your vLLM version does not have; ../shared docs list them), or reinstall vLLM. status and revert still work. Nothing was changed."}
+				return sel
+			}
+			own := map[string]bool{}
+			for _, f := range chosen.Set.Files {
+				own[f.Path] = true
+			}
+			seen := map[string]bool{}
+			for _, p := range fit {
+				for _, f := range editedFiles(p.Set) {
+					if !own[f] && !seen[f] {
+						seen[f] = true
+						sel.Stale = append(sel.Stale, f)
+					}
+				}
+			}
+			sort.Strings(sel.Stale)
+		}
+		sel.Chosen = chosen
 		src := "embedded"
-		if !fit[0].Set.Embedded {
-			src = fit[0].Set.Source
+		if !chosen.Set.Embedded {
+			src = chosen.Set.Source
 		}
-		sel.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", fit[0].Set.Name, src, fit[0].Anchors)
-		if len(fit) > 1 {
-			sel.Why += fmt.Sprintf("; %d other sets fit with identical results", len(fit)-1)
+		sel.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", chosen.Set.Name, src, chosen.Anchors)
+		if same := len(fit) - 1 - len(differ); same > 0 {
+			sel.Why += fmt.Sprintf("; %d other %s with identical results", same, pluralWord(same, "set fits", "sets fit"))
 		}
-		return sel, nil
+		if how != "" {
+			sel.Why += "; " + how + "; stale files of another layout: " + strings.Join(sel.Stale, ", ")
+		}
+		return sel
 	}
-	return sel, nil
+	return sel
+}
+
+// chooseLayout picks, among embedded sets that fit and differ, the one the
+// tree says is in use.
+func chooseLayout(fit []*SetPlan, snap snapshot, m *Manifest, inst *Install) (*SetPlan, string) {
+	if m != nil {
+		for _, p := range fit {
+			for _, ms := range m.Sets {
+				if ms.Name == p.Set.Name {
+					return p, "chosen by " + ManifestName
+				}
+			}
+		}
+	}
+	var marked []*SetPlan
+	for _, p := range fit {
+		for _, f := range p.Set.Files {
+			if st := snap[f.Path]; st.Exists && markerSets(st.Data)[p.Set.Name] {
+				marked = append(marked, p)
+				break
+			}
+		}
+	}
+	if len(marked) == 1 {
+		return marked[0], "chosen by its markers in the files"
+	}
+	if record := installedRecord(inst); record != nil {
+		var listed []*SetPlan
+		for _, p := range fit {
+			all := true
+			for _, f := range editedFiles(p.Set) {
+				all = all && record[f]
+			}
+			if all {
+				listed = append(listed, p)
+			}
+		}
+		if len(listed) == 1 {
+			return listed[0], "chosen by the installed wheel's RECORD"
+		}
+	}
+	return nil, ""
+}
+
+// editedFiles lists the files a set edits (not those it creates).
+func editedFiles(set *spec.PatchSet) []string {
+	var out []string
+	for _, f := range set.Files {
+		if f.Create == nil {
+			out = append(out, f.Path)
+		}
+	}
+	return out
+}
+
+// markerSets returns the names of the sets whose markers are in src.
+func markerSets(src []byte) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range bytes.Split(src, []byte("\n")) {
+		t := strings.TrimSpace(string(line))
+		if id, ok := strings.CutPrefix(t, markerBegin+" "); ok {
+			if set, _, ok := strings.Cut(id, "/"); ok {
+				out[set] = true
+			}
+		}
+	}
+	return out
+}
+
+// installedRecord reads the RECORD of the vllm wheel installed beside the
+// package (site-packages/vllm-*.dist-info/RECORD): every file the
+// installer wrote, so a file not in it was not installed with this vLLM.
+func installedRecord(inst *Install) map[string]bool {
+	if inst == nil {
+		return nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(inst.Root, "vllm-*.dist-info", "RECORD"))
+	if len(matches) != 1 {
+		return nil
+	}
+	b, err := os.ReadFile(matches[0])
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if path, _, ok := strings.Cut(line, ","); ok {
+			out[path] = true
+		}
+	}
+	return out
+}
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func samePlan(a, b *SetPlan) bool {
@@ -413,7 +563,21 @@ func noFitError(lib *Library, inst *Install, sel *Selection) *exit.Error {
 			inst.Version, inst.Dir, strings.Join(need, "\n"))
 	}
 	msg := lib.render(best.Failures)
-	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d problems). Nothing was changed. Run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.",
-		inst.Version, inst.Dir, best.Set.Name, len(best.Failures))
+	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%s). Nothing was changed. Run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.",
+		inst.Version, inst.Dir, best.Set.Name, plural(len(best.Failures), "problem"))
 	return &exit.Error{Code: best.Code, Msg: msg}
+}
+
+// plural is "1 problem", "2 problems".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// usesCRLF reports whether src's first line ends in CRLF.
+func usesCRLF(src []byte) bool {
+	i := bytes.IndexByte(src, '\n')
+	return i > 0 && src[i-1] == '\r'
 }
