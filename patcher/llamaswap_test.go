@@ -182,9 +182,12 @@ var (
 	theOracle  *oracle
 )
 
-// TestMain stops the llama-swap the tests shared, if one was started.
+// TestMain puts the real python3 first on PATH (testtree.PythonFirstOnPath)
+// and stops the llama-swap the tests shared, if one was started.
 func TestMain(m *testing.M) {
+	cleanup := testtree.PythonFirstOnPath()
 	code := m.Run()
+	cleanup()
 	if theOracle != nil {
 		theOracle.ls.Stop()
 		theOracle.srv.Close()
