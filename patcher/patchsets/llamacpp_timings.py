@@ -483,17 +483,22 @@ def _response_counts(usage):
     return _count(prompt), _count(_get(details, "cached_tokens")), _count(predicted)
 
 
-def _response_timings(response, turns):
-    """The timings of a response served by the engine requests in turns."""
+def _attach_response(target, response, turns):
+    """Set target.timings (the response itself, or the stream event that
+    carries it) from the engine requests in turns and the usage of
+    response, through _attach: a vLLM metrics object on target loses the
+    fields llama-swap would recompute speeds from, as on chat responses."""
     if turns is None or len(turns.stats) != 1:
-        return None  # stats off, or several engine requests (see above)
+        return  # stats off, or several engine requests (see above)
     (key, stats), = turns.stats.items()
     prompt, cached, predicted = _response_counts(_get(response, "usage"))
+    if prompt is None or predicted is None:
+        return
     if cached is None:
         cached = turns.cached.get(key)
     spec = turns.spec.get(key)
     drafts = _drafts([spec]) if spec is not None else None
-    return build_timings(stats, prompt, cached, predicted, drafts)
+    _attach(target, stats, cached, prompt, predicted, drafts)
 
 
 def observe_turn(context, output):
@@ -512,7 +517,7 @@ def attach_response(response, context):
     """Set ``response.timings`` on a non-streamed ResponsesResponse from what
     observe_turn saw for ``context`` and the response's own usage."""
     try:
-        _set(response, _response_timings(response, _TURNS.get(context)))
+        _attach_response(response, response, _TURNS.get(context))
     except Exception:  # noqa: BLE001
         pass
 
@@ -524,7 +529,7 @@ def attach_response_output(response, output):
         turns = _Turns()
         if output is not None:
             turns.add(output)
-        _set(response, _response_timings(response, turns))
+        _attach_response(response, response, turns)
     except Exception:  # noqa: BLE001
         pass
 
@@ -536,13 +541,17 @@ def attach_response_event(event, context):
     try:
         if _get(event, "type") not in _TERMINAL_EVENTS:
             return
-        _set(event, _response_timings(_get(event, "response"), _TURNS.get(context)))
+        _attach_response(event, _get(event, "response"), _TURNS.get(context))
     except Exception:  # noqa: BLE001
         pass
 
 
 # Per pydantic model class, its subclass that allows extra fields.
 _EXTRA_CLASSES = {}
+
+# What a timings dict copied from the chat code must have.
+_TIMINGS_FIELDS = ("prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second", "predicted_n",
+                   "predicted_ms", "predicted_per_token_ms", "predicted_per_second", "cache_n")
 
 
 def _with_timings(obj, timings):
@@ -579,7 +588,7 @@ def _chat_timings(chat):
     """The timings the chat part of the patch put on a chat response or
     stream chunk (an attribute, or an extra field parsed from its JSON)."""
     timings = getattr(chat, "timings", None)
-    if not isinstance(timings, dict) or not all(k in timings for k in _FIELDS):
+    if not isinstance(timings, dict) or not all(k in timings for k in _TIMINGS_FIELDS):
         return None
     return dict(timings)
 
@@ -590,11 +599,9 @@ def attach_message(message, chat_response):
     when that has none."""
     try:
         timings = _chat_timings(chat_response)
-        if timings is not None:
-            return _with_timings(message, timings)
+        return message if timings is None else _with_timings(message, timings)
     except Exception:  # noqa: BLE001
-        pass
-    return message
+        return message
 
 
 def attach_message_delta(event, chat_chunk):
@@ -602,10 +609,7 @@ def attach_message_delta(event, chat_chunk):
     chat stream's final usage chunk it was converted from, or ``event``
     itself when that has none."""
     try:
-        if _get(event, "type") == "message_delta":
-            timings = _chat_timings(chat_chunk)
-            if timings is not None:
-                return _with_timings(event, timings)
+        timings = _chat_timings(chat_chunk) if _get(event, "type") == "message_delta" else None
+        return event if timings is None else _with_timings(event, timings)
     except Exception:  # noqa: BLE001
-        pass
-    return event
+        return event

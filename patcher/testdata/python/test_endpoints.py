@@ -127,6 +127,21 @@ class Responses(unittest.TestCase):
         lt.attach_response(r, observed(output(stats(), 64)))
         self.assertFalse(hasattr(r, "timings"))
 
+    def test_vllm_metrics_lose_the_rate_fields(self):
+        # 0.31 on, --enable-per-request-metrics: the response's own metrics
+        # lose what llama-swap would recompute speeds from, as chat's do.
+        r = response()
+        r.metrics = SimpleNamespace(time_to_first_token_ms=500.0, mean_itl_ms=50.0, generation_time_ms=2000.0)
+        lt.attach_response(r, observed(output(stats(), 64)))
+        self.assertIn("timings", vars(r))
+        self.assertEqual((r.metrics.time_to_first_token_ms, r.metrics.mean_itl_ms), (None, None))
+        self.assertEqual(r.metrics.generation_time_ms, 2000.0)
+        # Without timings they stay.
+        r = response()
+        r.metrics = SimpleNamespace(time_to_first_token_ms=500.0, mean_itl_ms=50.0)
+        lt.attach_response(r, observed(output(None, 64)))
+        self.assertEqual(r.metrics.time_to_first_token_ms, 500.0)
+
     def test_only_terminal_events(self):
         ctx = observed(output(stats(), 64))
         for kind in ("response.created", "response.in_progress", "response.output_text.delta",
