@@ -18,6 +18,7 @@ var (
 	ExitFS        = ExitCodes.Add(7, "cannot write: read-only or missing directory, permissions, a symlink out of the package")
 	ExitDisagree  = ExitCodes.Add(8, "several patch sets fit and disagree")
 	ExitModified  = ExitCodes.Add(9, "files changed in a way no patch set explains (broken markers, a foreign file)")
+	ExitPartial   = ExitCodes.Add(29, "chat/completions fit, but `/v1/responses` or `/v1/messages`, which this vLLM serves, fits no patch set: nothing written (`--on-failure warn` applies the parts that fit)")
 	ExitVLLMBin   = ExitCodes.Add(36, "`--vllm-bin` (or `exec`'s `vllm` command) leads to no vLLM: no such program, not a Python console script, a missing `#!` interpreter, or no `vllm` in its site-packages")
 	ExitOverlay   = ExitCodes.Add(37, "`--overlay DIR` cannot be used: not writable, not a directory, inside the vllm package, `:` in the path, or holding files the overlay did not write")
 	// exec's, as shells have them; once COMMAND runs, its status is the process's.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -330,23 +331,133 @@ func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (exi
 	}
 }
 
-// Selection is the outcome of choosing a patch set for a tree.
+// Selection is the outcome of choosing a patch set for a tree: one per
+// part. Chosen, Why and Candidates are the chat part's (/v1/chat/completions
+// and /v1/completions), which must fit; Parts are the others, which may
+// not be served by this vLLM or, as a partial fit, not fit.
 type Selection struct {
-	Chosen     *SetPlan   // nil when no set fits
+	Chosen     *SetPlan   // nil when no chat set fits
 	Why        string     // one line for the user
-	Candidates []*SetPlan // every set, in the order they were tried
+	Candidates []*SetPlan // every chat set, in the order they were tried
+	Parts      []*PartChoice
+	merged     *SetPlan // Chosen with the files of every other part's chosen set
 }
 
-// choose plans every set and picks the one to use: the user's sets first,
-// then the embedded ones; among sets that fit, identical results are fine
-// (the first is used) and different results are an error.
+// PartChoice is the outcome of choosing a patch set for a part other than
+// chat.
+type PartChoice struct {
+	Part       string
+	Chosen     *SetPlan   // nil when none fits or the part is not served
+	Why        string     // one line for the user
+	Candidates []*SetPlan // the part's sets, in the order they were tried
+}
+
+// Served reports whether this vLLM serves the part, as far as its sets can
+// tell: at least one of them finds every file it edits.
+func (c *PartChoice) Served() bool {
+	for _, p := range c.Candidates {
+		if p.Applicable {
+			return true
+		}
+	}
+	return false
+}
+
+// Unfit lists the parts this vLLM serves but no set fits: a partial fit.
+func (s *Selection) Unfit() []*PartChoice {
+	var out []*PartChoice
+	for _, c := range s.Parts {
+		if c.Chosen == nil && c.Served() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// PartLabel names a part's endpoints for messages.
+func PartLabel(part string) string {
+	switch part {
+	case spec.DefaultPart:
+		return "/v1/chat/completions and /v1/completions"
+	case "responses":
+		return "/v1/responses"
+	case "messages":
+		return "/v1/messages"
+	}
+	return "part " + part
+}
+
+// partOrder is the order parts are chosen and reported in: chat, the
+// endpoints the embedded sets know, then any other in name order.
+func partOrder(parts []string) {
+	rank := map[string]int{spec.DefaultPart: 0, "responses": 1, "messages": 2}
+	sort.SliceStable(parts, func(i, j int) bool {
+		ri, oki := rank[parts[i]]
+		rj, okj := rank[parts[j]]
+		switch {
+		case oki && okj:
+			return ri < rj
+		case oki != okj:
+			return oki
+		}
+		return parts[i] < parts[j]
+	})
+}
+
+// choose plans every set and picks one per part: the user's sets first,
+// then the embedded ones; among sets of a part that fit, identical results
+// are fine (the first is used) and different results are an error. The
+// chosen sets of all parts are applied together, so they must not write
+// one file differently.
 func choose(lib *Library, snap snapshot) (*Selection, error) {
+	byPart := map[string][2][]*spec.PatchSet{}
+	var parts []string
+	for i, group := range [][]*spec.PatchSet{lib.User, lib.Embedded} {
+		for _, s := range group {
+			g, ok := byPart[s.Part]
+			if !ok {
+				parts = append(parts, s.Part)
+			}
+			g[i] = append(g[i], s)
+			byPart[s.Part] = g
+		}
+	}
+	partOrder(parts)
 	sel := &Selection{}
-	for _, group := range [][]*spec.PatchSet{lib.User, lib.Embedded} {
+	chat := byPart[spec.DefaultPart]
+	var err error
+	sel.Chosen, sel.Why, sel.Candidates, err = chooseIn(chat[0], chat[1], snap)
+	if err != nil {
+		return sel, err
+	}
+	for _, part := range parts {
+		if part == spec.DefaultPart {
+			continue
+		}
+		g := byPart[part]
+		c := &PartChoice{Part: part}
+		c.Chosen, c.Why, c.Candidates, err = chooseIn(g[0], g[1], snap)
+		if err != nil {
+			return sel, err
+		}
+		if c.Chosen == nil {
+			c.Why = unfitWhy(c)
+		}
+		sel.Parts = append(sel.Parts, c)
+	}
+	if sel.Chosen != nil {
+		sel.merged, err = merge(sel)
+	}
+	return sel, err
+}
+
+// chooseIn picks the set of one part.
+func chooseIn(user, embedded []*spec.PatchSet, snap snapshot) (chosen *SetPlan, why string, candidates []*SetPlan, err error) {
+	for _, group := range [][]*spec.PatchSet{user, embedded} {
 		var fit []*SetPlan
 		for _, s := range group {
 			p := planSet(s, snap)
-			sel.Candidates = append(sel.Candidates, p)
+			candidates = append(candidates, p)
 			if p.fits() {
 				fit = append(fit, p)
 			}
@@ -356,21 +467,89 @@ func choose(lib *Library, snap snapshot) (*Selection, error) {
 		}
 		for _, other := range fit[1:] {
 			if !samePlan(fit[0], other) {
-				return sel, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q both fit this vLLM but would write different files", fit[0].Set.Name, other.Set.Name), Hint: "Remove one of them (--patchset), or make one's anchors specific to the version it was written for."}
+				return nil, "", candidates, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q both fit this vLLM but would write different files", fit[0].Set.Name, other.Set.Name), Hint: "Remove one of them (--patchset), or make one's anchors specific to the version it was written for."}
 			}
 		}
-		sel.Chosen = fit[0]
 		src := "embedded"
 		if !fit[0].Set.Embedded {
 			src = fit[0].Set.Source
 		}
-		sel.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", fit[0].Set.Name, src, fit[0].Anchors)
+		why = fmt.Sprintf("patch set %q (%s): all %d anchors match", fit[0].Set.Name, src, fit[0].Anchors)
 		if len(fit) > 1 {
-			sel.Why += fmt.Sprintf("; %d other sets fit with identical results", len(fit)-1)
+			why += fmt.Sprintf("; %d other sets fit with identical results", len(fit)-1)
 		}
-		return sel, nil
+		return fit[0], why, candidates, nil
 	}
-	return sel, nil
+	return nil, "", candidates, nil
+}
+
+// closest is the applicable candidate with the fewest failures, or nil.
+func closest(candidates []*SetPlan) *SetPlan {
+	var best *SetPlan
+	for _, c := range candidates {
+		if c.Applicable && (best == nil || len(c.Failures) < len(best.Failures)) {
+			best = c
+		}
+	}
+	return best
+}
+
+func unfitWhy(c *PartChoice) string {
+	best := closest(c.Candidates)
+	if best == nil {
+		return "not served by this vLLM: none of its patch sets finds the files it edits"
+	}
+	return fmt.Sprintf("no patch set fits; the closest, %q, matches %d of %d anchors", best.Set.Name, best.matched(), best.total())
+}
+
+// merge adds the files of every other part's chosen set to the chat set's
+// plan. A file two parts both write must come out the same (every set
+// creates vllm/_llamacpp_timings.py from the same module).
+func merge(sel *Selection) (*SetPlan, error) {
+	m := &SetPlan{Set: sel.Chosen.Set, Applicable: true, Anchors: sel.Chosen.Anchors}
+	m.Files = append(m.Files, sel.Chosen.Files...)
+	owner := map[string]string{}
+	for _, f := range m.Files {
+		owner[f.Path] = sel.Chosen.Set.Name
+	}
+	for _, c := range sel.Parts {
+		if c.Chosen == nil {
+			continue
+		}
+		m.Anchors += c.Chosen.Anchors
+	files:
+		for _, f := range c.Chosen.Files {
+			if other, ok := owner[f.Path]; ok {
+				for _, g := range m.Files {
+					if g.Path == f.Path && bytes.Equal(g.New, f.New) {
+						continue files
+					}
+				}
+				return nil, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q (%s) would write %s differently", other, c.Chosen.Set.Name, PartLabel(c.Part), f.Path),
+					Hint: "Sets of different parts must edit different files; move the edits of one part into its own file, or remove the set you passed with --patchset."}
+			}
+			owner[f.Path] = c.Chosen.Set.Name
+			m.Files = append(m.Files, f)
+		}
+	}
+	return m, nil
+}
+
+// partialError explains, for apply without --on-failure warn and for diff,
+// that some part this vLLM serves has no fitting set while chat has.
+func partialError(lib *Library, inst *Install, unfit []*PartChoice) *exit.Error {
+	var msg strings.Builder
+	var labels []string
+	for _, c := range unfit {
+		best := closest(c.Candidates)
+		msg.WriteString(lib.render(best.Failures))
+		fmt.Fprintf(&msg, "vllm-timings: no patch set fits %s on vLLM %s; the closest, %q, fails as shown above (%d problems).\n", PartLabel(c.Part), inst.Version, best.Set.Name, len(best.Failures))
+		labels = append(labels, PartLabel(c.Part))
+	}
+	which := strings.Join(labels, " and ")
+	fmt.Fprintf(&msg, "vllm-timings: %s fit, %s does not: nothing was changed", PartLabel(spec.DefaultPart), which)
+	return &exit.Error{Code: ExitPartial, Msg: msg.String(),
+		Hint: fmt.Sprintf("Pass --on-failure warn to apply the parts that fit (%s then gets no timings), or run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.", which)}
 }
 
 func samePlan(a, b *SetPlan) bool {
@@ -392,12 +571,7 @@ func samePlan(a, b *SetPlan) bool {
 // noFitError explains why no patch set fits, with the failures of the
 // closest applicable set (the one with the fewest failures).
 func noFitError(lib *Library, inst *Install, sel *Selection) *exit.Error {
-	var best *SetPlan
-	for _, c := range sel.Candidates {
-		if c.Applicable && (best == nil || len(c.Failures) < len(best.Failures)) {
-			best = c
-		}
-	}
+	best := closest(sel.Candidates)
 	if best == nil {
 		var need []string
 		for _, c := range sel.Candidates {

@@ -19,6 +19,11 @@ type Options struct {
 	// overlay on PYTHONPATH. Only for status; apply and revert with an
 	// overlay open the tree itself and call ApplyOverlay, RevertOverlay.
 	Overlay string
+	// Partial lets Plan, and so Apply, Diff and ApplyOverlay, go ahead
+	// with the parts that fit when another part this vLLM serves fits no
+	// set (apply --on-failure warn). Without it that is an ExitPartial
+	// error. A chat part that does not fit is an error either way.
+	Partial bool
 }
 
 // Session is one look at an installed vLLM: where it is, which patch sets
@@ -31,6 +36,7 @@ type Session struct {
 	Sel     *Selection
 	Overlay *OverlayView // the overlay looked through (Options.Overlay), or nil
 	snap    snapshot
+	partial bool // Options.Partial
 }
 
 // Open finds vLLM, loads the patch sets, reads every file they target and
@@ -56,16 +62,24 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Install: inst, Library: lib, Sel: sel, Overlay: view, snap: snap}, nil
+	return &Session{Install: inst, Library: lib, Sel: sel, Overlay: view, snap: snap, partial: o.Partial}, nil
 }
 
-// Plan returns the chosen set's plan, or an error that explains why no set
-// fits.
+// Plan returns what apply writes: the chat set's plan with the files of
+// every other part's chosen set, or an error that explains why no chat
+// set fits, or (without Options.Partial) which served part fits none.
 func (s *Session) Plan() (*SetPlan, error) {
+	return s.plan(s.partial)
+}
+
+func (s *Session) plan(partial bool) (*SetPlan, error) {
 	if s.Sel.Chosen == nil {
 		return nil, noFitError(s.Library, s.Install, s.Sel)
 	}
-	return s.Sel.Chosen, nil
+	if unfit := s.Sel.Unfit(); len(unfit) > 0 && !partial {
+		return nil, partialError(s.Library, s.Install, unfit)
+	}
+	return s.Sel.merged, nil
 }
 
 // Apply writes the plan: all files or none. It returns one line per file
@@ -192,13 +206,34 @@ type StatusReport struct {
 	Files    []FileStatus `json:"files"`
 	Problems string       `json:"problems,omitempty"`
 	Overlay  *OverlayView `json:"overlay,omitempty"` // the overlay looked through, if any
+	// Parts are the parts besides chat (PatchSet, Why and Files cover the
+	// chosen sets of all parts together).
+	Parts []PartStatus `json:"parts,omitempty"`
+}
+
+// PartState says what a part other than chat is on this vLLM.
+type PartState string
+
+const (
+	PartFits      PartState = "fits"       // one of its sets is chosen
+	PartNotServed PartState = "not served" // none of its sets finds its files
+	PartUnfit     PartState = "no fit"     // its files exist, but no set's anchors all match
+)
+
+// PartStatus is one part of Status.
+type PartStatus struct {
+	Part      string    `json:"part"`
+	Endpoints string    `json:"endpoints"`
+	State     PartState `json:"state"`
+	PatchSet  string    `json:"patchset,omitempty"`
+	Why       string    `json:"why"`
 }
 
 // Status reports, per target file, whether it is unpatched, patched,
 // outdated or modified.
 func (s *Session) Status() *StatusReport {
 	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via, Overlay: s.Overlay}
-	p, err := s.Plan()
+	p, err := s.plan(true)
 	if err != nil {
 		r.Why = "no patch set fits"
 		r.State = Modified
@@ -218,6 +253,18 @@ func (s *Session) Status() *StatusReport {
 		return r
 	}
 	r.PatchSet, r.Why = p.Set.Name, s.Sel.Why
+	for _, c := range s.Sel.Parts {
+		ps := PartStatus{Part: c.Part, Endpoints: PartLabel(c.Part), Why: c.Why, State: PartFits}
+		switch {
+		case c.Chosen != nil:
+			ps.PatchSet = c.Chosen.Set.Name
+		case c.Served():
+			ps.State = PartUnfit
+		default:
+			ps.State = PartNotServed
+		}
+		r.Parts = append(r.Parts, ps)
+	}
 	counts := map[FileState]int{}
 	written := 0 // files the set writes; checked ones do not count
 	for _, f := range p.Files {
