@@ -6,7 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
@@ -14,120 +17,315 @@ import (
 // change is one file write or removal at the edge of the program.
 type change struct {
 	Rel    string
+	Path   string // the file written: Rel below the root, or the in-package file a symlink at Rel points to
 	Old    []byte // content before, to roll back; nil if the file did not exist
 	New    []byte // content after; nil removes the file
 	Mode   fs.FileMode
 	Exists bool
+	UID    int // owner and group to keep; -1 keeps whatever the new file gets
+	GID    int
+	Legacy bool // it removes the older scripts' edits
 }
 
-// commit makes every change or none. New content is first written to
-// temporary files beside their targets (any failure there leaves the tree
-// untouched), then renamed over them; a failed rename rolls back the ones
-// already made. Stale __pycache__ entries of changed modules are removed.
-func commit(root string, changes []change) error {
+// txn is one all-or-nothing write: the changes, in order, and the manifest
+// before, during and after.
+type txn struct {
+	root    string
+	pkg     string
+	changes []change
+	// The manifest: what it held before (nil: none), what it says while
+	// the changes are made, and after (nil: remove it).
+	prevManifest, journal, final []byte
+}
+
+// commit makes every change or none, and never leaves a file partly
+// written:
+//
+//  1. Stage. Every new content, every original that will be replaced or
+//     removed, and each manifest state are written to temporary files
+//     (.vllm-timings-*.tmp) beside their targets, with the target's mode
+//     and owner, and fsynced. Nothing vLLM reads has changed yet; any
+//     failure removes the temporary files and reports nothing changed.
+//  2. Journal. The manifest saying "applying" (or "reverting") is renamed
+//     into place.
+//  3. Rename each staged file over its target, in the given order (apply
+//     creates the module first; revert removes it last), so that at every
+//     instant each file is whole and every import resolves. If a rename
+//     fails, the renames already made are undone in reverse order by
+//     renaming the staged originals back (and removing created files):
+//     renames and unlinks only, which need no space, each retried. The
+//     rollback stops at the first step that still fails, so the tree is
+//     always a prefix of the run and imports still resolve; the journal
+//     then says the run was interrupted, and the next run finishes it.
+//  4. After the last rename (the commit point) fsync the directories,
+//     rename the final manifest into place, and remove the staged
+//     originals. A failure here is a warning: the tree is complete.
+//
+// This is renameio's recipe (temporary file, fsync, rename, fsync of the
+// directory) extended to several files; renameio itself replaces one file
+// at a time and could not stage the originals for a rollback that only
+// renames.
+func commit(t txn) (warnings []string, err error) {
 	type staged struct {
 		change
-		abs, tmp string
+		tmp, bak string
 	}
-	var st []staged
+	var st []*staged
+	var temps []string // every temporary file still to remove on failure
 	cleanup := func() {
-		for _, s := range st {
-			if s.tmp != "" {
-				os.Remove(s.tmp)
-			}
+		for _, p := range temps {
+			removeRetry(p)
 		}
 	}
-	for _, c := range changes {
-		abs := filepath.Join(root, filepath.FromSlash(c.Rel))
-		s := staged{change: c, abs: abs}
-		if c.New == nil {
-			// Removal: check now that the directory is writable.
-			if err := probeWritable(filepath.Dir(abs)); err != nil {
-				cleanup()
-				return fsError(c.Rel, err)
-			}
-			st = append(st, s)
-			continue
+	manifest := manifestPath(t.pkg)
+	stage := func(rel, dir string, data []byte, mode fs.FileMode, uid, gid int) (string, error) {
+		p, err := writeTemp(dir, data, mode, uid, gid)
+		if p != "" {
+			temps = append(temps, p)
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(abs), ".vllm-timings-*.tmp")
 		if err != nil {
-			cleanup()
-			return fsError(c.Rel, err)
+			return "", fsError(rel, err)
 		}
-		s.tmp = tmp.Name()
+		return p, nil
+	}
+	pkgUID, pkgGID := owner(t.pkg)
+
+	// 1. Stage.
+	for _, c := range t.changes {
+		s := &staged{change: c}
+		dir := filepath.Dir(c.Path)
+		var err error
+		if c.New != nil {
+			if s.tmp, err = stage(c.Rel, dir, c.New, c.Mode, c.UID, c.GID); err != nil {
+				cleanup()
+				return nil, err
+			}
+		}
+		if c.Exists {
+			if s.bak, err = stage(c.Rel, dir, c.Old, c.Mode, c.UID, c.GID); err != nil {
+				cleanup()
+				return nil, err
+			}
+		}
 		st = append(st, s)
-		if _, err := tmp.Write(c.New); err != nil {
-			tmp.Close()
+	}
+	var journalTmp, finalTmp, prevTmp string
+	if journalTmp, err = stage(ManifestName, t.pkg, t.journal, 0o644, pkgUID, pkgGID); err != nil {
+		cleanup()
+		return nil, err
+	}
+	if t.final != nil {
+		if finalTmp, err = stage(ManifestName, t.pkg, t.final, 0o644, pkgUID, pkgGID); err != nil {
 			cleanup()
-			return fsError(c.Rel, err)
-		}
-		if err := tmp.Chmod(c.Mode); err != nil {
-			tmp.Close()
-			cleanup()
-			return fsError(c.Rel, err)
-		}
-		if err := tmp.Close(); err != nil {
-			cleanup()
-			return fsError(c.Rel, err)
+			return nil, err
 		}
 	}
+	if t.prevManifest != nil {
+		if prevTmp, err = stage(ManifestName, t.pkg, t.prevManifest, 0o644, pkgUID, pkgGID); err != nil {
+			cleanup()
+			return nil, err
+		}
+	}
+
+	// 2. Journal.
+	if err := os.Rename(journalTmp, manifest); err != nil {
+		cleanup()
+		return nil, fsError(ManifestName, err)
+	}
+	syncDir(t.pkg)
+
+	// 3. Rename.
 	for i, s := range st {
 		var err error
 		if s.New == nil {
-			err = os.Remove(s.abs)
+			err = os.Remove(s.Path)
 		} else {
-			err = os.Rename(s.tmp, s.abs)
+			err = os.Rename(s.tmp, s.Path)
 		}
-		if err != nil {
-			done := make([]change, i)
-			for k := range done {
-				done[k] = st[k].change
+		if err == nil {
+			continue
+		}
+		// Undo st[:i], newest first.
+		undone := true
+		for k := i - 1; k >= 0 && undone; k-- {
+			u := st[k]
+			if u.Exists {
+				undone = retry(func() error { return os.Rename(u.bak, u.Path) }) == nil
+				if undone {
+					u.bak = ""
+				}
+			} else {
+				undone = removeRetry(u.Path) == nil
 			}
-			rollback := rollBack(root, done)
-			cleanup()
-			return errorf(ExitFS, "writing %s failed: %v; %s", s.Rel, err, rollback)
+			if !undone {
+				err = fmt.Errorf("%v; then restoring %s failed too", err, u.Rel)
+			}
 		}
-		st[i].tmp = ""
+		for _, d := range dirsOf(t.pkg, st) {
+			syncDir(d)
+		}
+		if undone {
+			if prevTmp != "" {
+				undone = retry(func() error { return os.Rename(prevTmp, manifest) }) == nil
+			} else {
+				undone = removeRetry(manifest) == nil
+			}
+			syncDir(t.pkg)
+		}
+		cleanupExcept := func(keep map[string]bool) {
+			for _, p := range temps {
+				if !keep[p] {
+					removeRetry(p)
+				}
+			}
+		}
+		if undone {
+			cleanup()
+			return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: "The files already written were restored; nothing was changed. Check that the vllm package directory is writable and has space.", Err: err}
+		}
+		// Keep the staged originals a later step could not use back: the
+		// next run needs no file of ours, but a person might.
+		keep := map[string]bool{}
+		for _, u := range st {
+			if u.bak != "" {
+				keep[u.bak] = true
+			}
+		}
+		cleanupExcept(keep)
+		return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: fmt.Sprintf("Every file is whole and every import resolves, but the run is only partly undone; %s records it as interrupted, and the next apply or revert finishes it (status shows it).", manifest), Err: err}
+	}
+
+	// 4. Committed.
+	for _, d := range dirsOf(t.pkg, st) {
+		if err := syncDir(d); err != nil {
+			warnings = append(warnings, fmt.Sprintf("could not flush directory %s to disk: %v", d, err))
+		}
+	}
+	var merr error
+	if finalTmp != "" {
+		merr = retry(func() error { return os.Rename(finalTmp, manifest) })
+	} else {
+		merr = removeRetry(manifest)
+	}
+	if merr != nil {
+		warnings = append(warnings, fmt.Sprintf("the files are written, but %s could not be updated (%v): it still says %q, and the next run completes it", manifest, merr, "in progress"))
+	}
+	syncDir(t.pkg)
+	for _, s := range st {
+		if s.bak != "" {
+			removeRetry(s.bak)
+		}
+	}
+	if prevTmp != "" {
+		removeRetry(prevTmp)
 	}
 	for _, s := range st {
-		dropPycache(s.abs)
+		warnings = append(warnings, dropPycache(s.Path)...)
 	}
-	return nil
+	return warnings, nil
 }
 
-// rollBack restores files already replaced, best effort, and says how it went.
-func rollBack(root string, done []change) string {
-	var failed []string
-	for _, c := range done {
-		abs := filepath.Join(root, filepath.FromSlash(c.Rel))
-		var err error
-		if !c.Exists {
-			err = os.Remove(abs)
-		} else {
-			err = os.WriteFile(abs, c.Old, c.Mode)
-		}
-		if err != nil {
-			failed = append(failed, c.Rel)
+// writeTemp writes data to a new temporary file in dir with the given mode
+// and owner, and flushes it to disk. It returns the file's name even when
+// it fails after creating it, so the caller can remove it.
+func writeTemp(dir string, data []byte, mode fs.FileMode, uid, gid int) (string, error) {
+	f, err := os.CreateTemp(dir, ".vllm-timings-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	fail := func(err error) (string, error) {
+		f.Close()
+		return name, err
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fail(err)
+	}
+	if uid >= 0 && (uid != os.Geteuid() || gid != os.Getegid()) {
+		if err := f.Chown(uid, gid); err != nil {
+			return fail(fmt.Errorf("cannot keep the file's owner %d:%d: %w (run vllm-timings as that user, or as root)", uid, gid, err))
 		}
 	}
-	if len(failed) > 0 {
-		return "could not restore " + strings.Join(failed, ", ") + "; reinstall vLLM"
+	if err := f.Sync(); err != nil {
+		return fail(err)
 	}
-	return "the files already written were restored"
+	if err := f.Close(); err != nil {
+		return name, err
+	}
+	return name, nil
 }
 
-func probeWritable(dir string) error {
-	f, err := os.CreateTemp(dir, ".vllm-timings-probe-*")
+// owner returns the uid and gid of path, or -1, -1.
+func owner(path string) (int, int) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return -1, -1
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(sys.Uid), int(sys.Gid)
+	}
+	return -1, -1
+}
+
+// syncDir flushes a directory's entries (the renames in it) to disk.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	f.Close()
-	return os.Remove(f.Name())
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func dirsOf[T interface{ dir() string }](pkg string, st []T) []string {
+	seen := map[string]bool{pkg: true}
+	out := []string{pkg}
+	for _, s := range st {
+		if d := s.dir(); !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c change) dir() string { return filepath.Dir(c.Path) }
+
+// retry runs a step of a rollback or a cleanup up to three times: renames
+// and unlinks need no space, so what fails them is rare and often
+// transient.
+func retry(f func() error) error {
+	var err error
+	for i := 0; i < 3; i++ {
+		if err = f(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Duration(i+1) * time.Millisecond)
+	}
+	return err
+}
+
+// removeRetry removes a file; one already gone is fine.
+func removeRetry(p string) error {
+	return retry(func() error {
+		err := os.Remove(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	})
 }
 
 func fsError(rel string, err error) *exit.Error {
-	hint := "Check that the vllm package directory exists and is writable by this user."
-	if errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "read-only") {
+	hint := "Check that the vllm package directory exists and is writable by this user, and that the disk has space."
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 		hint = "The vllm package is read-only here. Run vllm-timings where the package is writable (inside the container, before exec vllm serve, as the image's user), or use --on-failure warn to start without timings."
 	}
 	return &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot write %s: %v", rel, err), Hint: hint + " Nothing was changed.", Err: err}
@@ -135,20 +333,29 @@ func fsError(rel string, err error) *exit.Error {
 
 // dropPycache removes compiled copies of a changed module, so Python never
 // runs a stale one (their timestamps would normally catch it, but a
-// container's layers can make mtimes equal).
-func dropPycache(abs string) {
+// container's layers can make mtimes equal). It returns a warning for each
+// copy it could not remove.
+func dropPycache(abs string) []string {
 	base := strings.TrimSuffix(filepath.Base(abs), ".py")
 	if base == filepath.Base(abs) {
-		return
+		return nil
 	}
 	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), "__pycache__", base+".*.pyc"))
+	var warnings []string
 	for _, m := range matches {
-		os.Remove(m)
+		if err := removeRetry(m); err != nil {
+			warnings = append(warnings, fmt.Sprintf("could not remove the stale bytecode %s (%v); if its timestamp matches the source, Python may run the old code: remove it, or run with PYTHONDONTWRITEBYTECODE and a writable __pycache__", m, err))
+		}
 	}
+	return warnings
 }
 
 func describeChange(c change, reverting bool) string {
 	switch {
+	case c.Legacy && c.New != nil && !reverting:
+		return fmt.Sprintf("patched %s (replacing the older scripts' edits)", c.Rel)
+	case c.Legacy && c.New != nil:
+		return fmt.Sprintf("removed the older scripts' edits from %s", c.Rel)
 	case c.New == nil:
 		return fmt.Sprintf("removed %s", c.Rel)
 	case !c.Exists:

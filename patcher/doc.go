@@ -17,19 +17,36 @@
 //     file contents, each anchor's result and diagnostics out; the doctor
 //     reads the same plans) and choose, for each part (see below), the
 //     one whose anchors all match. The user's sets (--patchset) are tried
-//     before the embedded ones of the same part; sets that fit and would
-//     write different files are an error, identical ones are not.
+//     before the embedded ones of the same part. Identical results are
+//     fine; two of the user's sets that would write different files are
+//     an error (8). Two embedded sets of a part that fit and differ mean
+//     an upgrade left another layout's files: the set the manifest, the
+//     markers or the wheel's RECORD names is chosen and the others' files
+//     are reported stale, else exit 35 (status and revert still work).
 //     Selection is by shape, so a nightly with a version string no table
 //     lists still gets the right set.
-//  3. Write (Session.Apply, Session.Revert, commit.go): all files or none, through
-//     temporary files and renames, keeping modes and dropping stale
-//     __pycache__ entries. A symlink leading out of the package is refused.
+//  3. Write (Session.Apply, Session.Revert): all files or none. Runs that
+//     may write hold an flock on vllm/.vllm-timings.lock (lock.go) from
+//     before they read the tree. The planned Python is compiled first
+//     (compile.go). Then commit (commit.go) stages every new content and
+//     every original as fsynced temporary files, renames the manifest
+//     vllm/.vllm-timings.json saying "applying" into place (manifest.go:
+//     the record of the applied sets and the run's journal), renames the
+//     files in an order that keeps every import resolvable, and undoes a
+//     failed rename by renaming the originals back. Modes and owners are
+//     kept, stale __pycache__ entries dropped, a symlink inside the
+//     package written through and one leading out of it refused. An
+//     interrupted run leaves whole files and a journal; the next run
+//     finishes it. Trees the older patch_timings scripts edited are
+//     refused unless TakeOver, which removes their edits exactly
+//     (legacy.go).
 //     Or, for a read-only install, into an overlay directory instead
-//     (Session.ApplyOverlay, overlay.go): the same plan's new contents as
-//     patched copies, plus a sitecustomize.py import hook that serves them
-//     in place of the originals while those are unchanged. Opening a
-//     session with Options.Overlay shows the tree as Python sees it through
-//     one (status).
+//     (Session.ApplyOverlay, overlay.go): the same plan's new contents,
+//     compiled first as well, as patched copies, plus a sitecustomize.py
+//     import hook that serves them in place of the originals while those
+//     are unchanged; the tree is then only read (no lock, no manifest in
+//     it). Opening a session with Options.Overlay shows the tree as Python
+//     sees it through one (status).
 //
 // Every inserted block is wrapped in marker comments:
 //
@@ -138,7 +155,11 @@
 // served by this vLLM and is skipped. A part this vLLM serves but no set
 // fits is ExitPartial for Plan, Apply and Diff, with nothing written,
 // unless Options.Partial (apply --on-failure warn) lets the other parts go
-// ahead. Status and the doctor report every part. docs/endpoints.md has
+// ahead; a part whose sets disagree or whose layouts are ambiguous (8,
+// 35) is that code without it, and skipped with it. The manifest records
+// every chosen set, revert undoes every set any part knows, and the
+// compile check covers every file of the merged plan. Status and the
+// doctor report every part. docs/endpoints.md has
 // the shapes and where each endpoint's timings go.
 //
 // # The embedded sets

@@ -128,6 +128,32 @@ func TestEndpointApplyRevert(t *testing.T) {
 			if diff := cmp.Diff(want, done); diff != "" {
 				t.Errorf("apply (-want +got):\n%s", diff)
 			}
+			// The manifest records the chosen set of every part, each
+			// with its own files (the module under each that creates it).
+			m, err := readManifest(filepath.Join(site, "vllm"))
+			if err != nil || m == nil {
+				t.Fatalf("manifest: %v, %v", m, err)
+			}
+			wantSets := []string{fx.chat, fx.responses}
+			if fx.messages != "" {
+				wantSets = append(wantSets, fx.messages)
+			}
+			var gotSets []string
+			recorded := map[string]bool{}
+			for _, ms := range m.Sets {
+				gotSets = append(gotSets, ms.Name)
+				for _, f := range ms.Files {
+					recorded[f.Path] = true
+				}
+			}
+			if diff := cmp.Diff(wantSets, gotSets); diff != "" {
+				t.Errorf("manifest sets (-want +got):\n%s", diff)
+			}
+			for _, f := range append([]string{module}, fx.writes...) {
+				if !recorded[f] {
+					t.Errorf("manifest does not record %s", f)
+				}
+			}
 			pyCompile(t, append(paths, filepath.Join(site, module))...)
 			noNewPyflakes(t, site, orig)
 			names := exec.Command(py, append([]string{filepath.Join("..", "scripts", "compat-names.py")}, paths...)...)
@@ -409,10 +435,15 @@ func TestPartsMustNotShareFiles(t *testing.T) {
   }
 }
 `)
-	_, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}, PatchSets: []string{hcl}})
+	s := open(t, site, hcl)
+	before := hash(t, site)
+	_, err := s.Apply()
 	var xe *exit.Error
 	if !errors.As(err, &xe) || xe.Code != ExitDisagree || !strings.Contains(err.Error(), chatServing) {
-		t.Fatalf("open: %v, want exit %d naming %s", err, ExitDisagree, chatServing)
+		t.Fatalf("apply: %v, want exit %d naming %s", err, ExitDisagree, chatServing)
+	}
+	if after := hash(t, site); after != before {
+		t.Errorf("apply that refused changed the tree: hash %s, want %s", after, before)
 	}
 }
 

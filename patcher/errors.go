@@ -16,11 +16,20 @@ var (
 	ExitMissing   = ExitCodes.Add(5, "an anchor matched nothing in the target file")
 	ExitAmbiguous = ExitCodes.Add(6, "an anchor matched more than once")
 	ExitFS        = ExitCodes.Add(7, "cannot write: read-only or missing directory, permissions, a symlink out of the package")
-	ExitDisagree  = ExitCodes.Add(8, "several patch sets fit and disagree")
+	ExitDisagree  = ExitCodes.Add(8, "several of your `--patchset` sets fit and disagree")
 	ExitModified  = ExitCodes.Add(9, "files changed in a way no patch set explains (broken markers, a foreign file)")
-	ExitPartial   = ExitCodes.Add(29, "chat/completions fit, but `/v1/responses` or `/v1/messages`, which this vLLM serves, fits no patch set: nothing written (`--on-failure warn` applies the parts that fit)")
-	ExitVLLMBin   = ExitCodes.Add(36, "`--vllm-bin` (or `exec`'s `vllm` command) leads to no vLLM: no such program, not a Python console script, a missing `#!` interpreter, or no `vllm` in its site-packages")
-	ExitOverlay   = ExitCodes.Add(37, "`--overlay DIR` cannot be used: not writable, not a directory, inside the vllm package, `:` in the path, or holding files the overlay did not write")
+
+	ExitPartial = ExitCodes.Add(29, "chat/completions fit, but `/v1/responses` or `/v1/messages`, which this vLLM serves, fits no patch set: nothing written (`--on-failure warn` applies the parts that fit)")
+
+	ExitLocked       = ExitCodes.Add(30, "another vllm-timings run holds the lock (`vllm/.vllm-timings.lock`) longer than `--lock-wait`")
+	ExitCompile      = ExitCodes.Add(31, "the patched code would not compile; nothing was written")
+	ExitLegacy       = ExitCodes.Add(32, "the tree holds edits of the older `patch_timings` scripts; `apply --take-over` replaces them")
+	ExitPatchSetFile = ExitCodes.Add(33, "a `--patchset` file is not a regular file (a device, a FIFO, a directory) or is larger than 1 MiB")
+	ExitManifest     = ExitCodes.Add(34, "`vllm/.vllm-timings.json` is unreadable or written by a newer vllm-timings")
+	ExitLayouts      = ExitCodes.Add(35, "files of several vLLM layouts exist and nothing tells which one is installed")
+
+	ExitVLLMBin = ExitCodes.Add(36, "`--vllm-bin` (or `exec`'s `vllm` command) leads to no vLLM: no such program, not a Python console script, a missing `#!` interpreter, or no `vllm` in its site-packages")
+	ExitOverlay = ExitCodes.Add(37, "`--overlay DIR` cannot be used: not writable, not a directory, inside the vllm package, `:` in the path, or holding files the overlay did not write")
 	// exec's, as shells have them; once COMMAND runs, its status is the process's.
 	ExitNotExecutable   = ExitCodes.Add(126, "`exec`: COMMAND was found but cannot be executed")
 	ExitCommandNotFound = ExitCodes.Add(127, "`exec`: COMMAND was not found (or its `#!` interpreter is missing)")

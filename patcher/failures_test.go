@@ -99,11 +99,11 @@ func TestFailuresChangeNothing(t *testing.T) {
 				t.Fatalf("apply: got %v, want an *exit.Error", err)
 			}
 			if pe.Code != tt.code {
-				t.Errorf("exit code %d, want %d; message:\n%s", pe.Code, tt.code, pe.Msg)
+				t.Errorf("exit code %d, want %d; message:\n%s", pe.Code, tt.code, pe)
 			}
 			for _, m := range tt.msg {
-				if !strings.Contains(pe.Msg, m) {
-					t.Errorf("message lacks %q:\n%s", m, pe.Msg)
+				if !strings.Contains(pe.Error(), m) {
+					t.Errorf("message lacks %q:\n%s", m, pe)
 				}
 			}
 			if after := hash(t, site); after != before {
@@ -166,5 +166,23 @@ func TestReadOnlyTree(t *testing.T) {
 		if after := hash(t, site); after != before {
 			t.Fatalf("tree changed: %s -> %s", before, after)
 		}
+	}
+	// A tree patched by an older vllm-timings (no manifest) that this
+	// user cannot write: already patched, exit 0, nothing written.
+	if _, err := open(t, site).Apply(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ours := range []string{ManifestName, LockName} {
+		os.Remove(filepath.Join(site, "vllm", ours))
+	}
+	patched := hash(t, site)
+	cmd := exec.Command(bin, "apply", "--vllm-dir", filepath.Join(site, "vllm"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "already patched; nothing to do") {
+		t.Errorf("apply on a patched read-only tree: %v\n%s", err, out)
+	}
+	if after := hash(t, site); after != patched {
+		t.Fatalf("tree changed: %s -> %s", patched, after)
 	}
 }

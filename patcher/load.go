@@ -3,11 +3,14 @@ package patcher
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -58,9 +61,9 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 		lib.Embedded = append(lib.Embedded, sets...)
 	}
 	for _, file := range userFiles {
-		src, err := os.ReadFile(file)
+		src, err := readPatchSetFile(file)
 		if err != nil {
-			return nil, &exit.Error{Code: ExitSpec, Msg: fmt.Sprintf("cannot read patch set %s: %v", file, err), Hint: "Check the --patchset path (inside a container, it must be mounted).", Err: err}
+			return nil, err
 		}
 		lib.sources[file] = src
 		sets, d := spec.Parse(file, src, spec.Assets{Builtin: patchsets.FS, Local: os.DirFS(filepath.Dir(file))})
@@ -84,16 +87,156 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 	return lib, nil
 }
 
-// render prints diagnostics with the HCL source lines they point at.
+// MaxPatchSetSize is the largest --patchset file read: the embedded sets
+// are a few KiB, and a limit keeps a wrong path (a device, a log) from
+// filling memory.
+const MaxPatchSetSize = 1 << 20
+
+// readPatchSetFile reads a --patchset file: a regular file of at most
+// MaxPatchSetSize bytes. It is opened non-blocking, so a FIFO given by
+// mistake fails instead of waiting forever.
+func readPatchSetFile(file string) ([]byte, error) {
+	pos := "--patchset " + file
+	notRegular := func(m fs.FileMode) error {
+		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: "not a regular file (" + describeMode(m) + ")", Hint: "Pass the .hcl file itself."}
+	}
+	cannotRead := func(err error) error {
+		return &exit.Error{Code: ExitSpec, Msg: fmt.Sprintf("cannot read patch set %s: %v", file, err), Hint: "Check the --patchset path (inside a container, it must be mounted).", Err: err}
+	}
+	tooBig := func(n int64) error {
+		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: fmt.Sprintf("%d bytes; a patch set is at most %d (1 MiB)", n, MaxPatchSetSize), Hint: "Is it the right file?"}
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil, cannotRead(err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, notRegular(st.Mode())
+	}
+	if st.Size() > MaxPatchSetSize {
+		return nil, tooBig(st.Size())
+	}
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, cannotRead(err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, cannotRead(err)
+	} else if !st.Mode().IsRegular() {
+		return nil, notRegular(st.Mode())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxPatchSetSize+1))
+	if err != nil {
+		return nil, cannotRead(err)
+	}
+	if len(b) > MaxPatchSetSize {
+		return nil, tooBig(int64(len(b)))
+	}
+	return b, nil
+}
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	default:
+		return "mode " + m.String()
+	}
+}
+
+// maxDiagnostics is how many diagnostics render shows; the rest are
+// counted.
+const maxDiagnostics = 20
+
+// maxLineWidth caps each rendered source line, so a line of megabytes is
+// not echoed whole (prose lines get four times as much).
+const maxLineWidth = 240
+
+var snippetLine = regexp.MustCompile(`^ *\d+: `)
+
+// render prints diagnostics with the HCL source lines they point at: the
+// first 20, then how many more there are, each line at most 240 bytes.
 func (l *Library) render(diags hcl.Diagnostics) string {
 	files := map[string]*hcl.File{}
 	for name, src := range l.sources {
 		files[name] = &hcl.File{Bytes: src}
 	}
+	shown := diags
+	if len(shown) > maxDiagnostics {
+		shown = shown[:maxDiagnostics]
+	}
 	var b bytes.Buffer
-	w := hcl.NewDiagnosticTextWriter(&b, files, 0, false)
-	_ = w.WriteDiagnostics(diags)
-	return strings.TrimLeft(b.String(), "\n")
+	for _, d := range shown {
+		// hcl's writer scans the whole file for every diagnostic; give it
+		// only the lines it shows (behind blank lines, so the numbers
+		// stay), which keeps a large file's diagnostics linear.
+		d, win := window(d, files)
+		w := hcl.NewDiagnosticTextWriter(&b, win, 0, false)
+		_ = w.WriteDiagnostic(d)
+	}
+	out := strings.TrimLeft(b.String(), "\n")
+	lines := strings.SplitAfter(out, "\n")
+	for i, line := range lines {
+		max := 4 * maxLineWidth // prose
+		if snippetLine.MatchString(line) {
+			max = maxLineWidth
+		}
+		if len(line) > max {
+			lines[i] = line[:max] + fmt.Sprintf("... (%d bytes more)\n", len(line)-max)
+		}
+	}
+	out = strings.Join(lines, "")
+	if more := len(diags) - len(shown); more > 0 {
+		out += fmt.Sprintf("... and %d more (%d in all); fix the first ones and run again.\n\n", more, len(diags))
+	}
+	return out
+}
+
+// window returns d with its ranges moved into a copy of its source that
+// holds only the lines it shows, preceded by as many empty lines as came
+// before them.
+func window(d *hcl.Diagnostic, files map[string]*hcl.File) (*hcl.Diagnostic, map[string]*hcl.File) {
+	if d.Subject == nil || files[d.Subject.Filename] == nil {
+		return d, files
+	}
+	src := files[d.Subject.Filename].Bytes
+	rng := *d.Subject
+	if d.Context != nil {
+		rng = hcl.RangeOver(rng, *d.Context)
+	}
+	if rng.Start.Byte < 0 || rng.End.Byte > len(src) || rng.Start.Byte > rng.End.Byte {
+		return d, files
+	}
+	from := bytes.LastIndexByte(src[:rng.Start.Byte], '\n') + 1
+	to := len(src)
+	if i := bytes.IndexByte(src[rng.End.Byte:], '\n'); i >= 0 {
+		to = rng.End.Byte + i + 1
+	}
+	pad := rng.Start.Line - 1
+	win := make([]byte, 0, pad+to-from)
+	win = append(win, bytes.Repeat([]byte("\n"), pad)...)
+	win = append(win, src[from:to]...)
+	shift := func(r *hcl.Range) *hcl.Range {
+		if r == nil {
+			return nil
+		}
+		c := *r
+		c.Start.Byte += pad - from
+		c.End.Byte += pad - from
+		return &c
+	}
+	c := *d
+	c.Subject, c.Context = shift(d.Subject), shift(d.Context)
+	return &c, map[string]*hcl.File{d.Subject.Filename: {Bytes: win}}
 }
 
 // targets is the union of the files every set touches.

@@ -149,6 +149,13 @@ func (r *OverlayResult) PythonPath() string {
 // ApplyOverlay writes the patched modules and the import hook into dir,
 // leaving the vllm package untouched.
 func (s *Session) ApplyOverlay(dir string) (*OverlayResult, error) {
+	if len(s.legacy) > 0 {
+		// The plan starts from the files without the old scripts' edits,
+		// but the hook serves a copy only while the original is unchanged,
+		// and their edits in files no set writes would keep running.
+		return nil, &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), legacyTag),
+			Hint: "An overlay cannot take their edits over: run \"vllm-timings apply --take-over\" where the package is writable (in the image build, for example), or use an image without them. Nothing was changed."}
+	}
 	p, err := s.Plan()
 	if err != nil {
 		return nil, err
@@ -159,6 +166,20 @@ func (s *Session) ApplyOverlay(dir string) (*OverlayResult, error) {
 	}
 	files, _, err := planOverlay(s.Install, p)
 	if err != nil {
+		return nil, err
+	}
+	// The copies are what Python will run: the same compile check as in
+	// place, for the copies this run writes (one already in the overlay
+	// with these bytes was checked when it was written).
+	var check []change
+	for _, f := range p.Changes() {
+		cur, err := os.ReadFile(filepath.Join(abs, overlayFilesDir, filepath.FromSlash(f.Path)))
+		if err == nil && bytes.Equal(cur, f.New) {
+			continue
+		}
+		check = append(check, change{Rel: f.Path, Old: f.Current, New: f.New, Exists: f.Exists})
+	}
+	if err := s.checkCompiles(check); err != nil {
 		return nil, err
 	}
 	res := &OverlayResult{Dir: abs, Needed: files != nil}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -235,6 +237,8 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 	}
 	fp.Original = orig
 	src := pysrc.Parse(orig)
+	// A file with CRLF line endings gets CRLF inserted lines.
+	crlf := usesCRLF(orig)
 	var edits []textEdit
 	for i, e := range f.Edits {
 		res := &fp.anchors[i]
@@ -252,7 +256,11 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 			res.Line = src.Stmts[pt.Stmt].Line
 		}
 		p.Anchors++
-		edits = append(edits, textEdit{Start: pt.Offset, End: pt.Offset, New: insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)})
+		ins := insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)
+		if crlf {
+			ins = strings.ReplaceAll(ins, "\n", "\r\n")
+		}
+		edits = append(edits, textEdit{Start: pt.Offset, End: pt.Offset, New: ins})
 	}
 	for i, q := range f.Requires {
 		res := &fp.anchors[len(f.Edits)+i]
@@ -332,24 +340,34 @@ func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (exi
 }
 
 // Selection is the outcome of choosing a patch set for a tree: one per
-// part. Chosen, Why and Candidates are the chat part's (/v1/chat/completions
-// and /v1/completions), which must fit; Parts are the others, which may
-// not be served by this vLLM or, as a partial fit, not fit.
+// part. Chosen, Why, Candidates, Err and Stale are the chat part's
+// (/v1/chat/completions and /v1/completions), which must fit; Parts are
+// the others, which this vLLM may not serve or, as a partial fit, may
+// serve without a set that fits.
 type Selection struct {
 	Chosen     *SetPlan   // nil when no chat set fits
 	Why        string     // one line for the user
 	Candidates []*SetPlan // every chat set, in the order they were tried
-	Parts      []*PartChoice
-	merged     *SetPlan // Chosen with the files of every other part's chosen set
+	// Err is why no set can be chosen although some fit (they disagree),
+	// or why the chosen sets of the parts cannot be applied together;
+	// status and revert still work on such a tree.
+	Err error
+	// Stale are files of other layouts that fit too but that no chosen
+	// set uses: left behind by an upgrade (every part's).
+	Stale []string
+	Parts []*PartChoice
+	// merged is Chosen with the files of every other part's chosen set.
+	merged *SetPlan
 }
 
-// PartChoice is the outcome of choosing a patch set for a part other than
-// chat.
+// PartChoice is the outcome of choosing a patch set for one part.
 type PartChoice struct {
 	Part       string
 	Chosen     *SetPlan   // nil when none fits or the part is not served
 	Why        string     // one line for the user
 	Candidates []*SetPlan // the part's sets, in the order they were tried
+	Err        error      // as Selection.Err, for this part's sets
+	Stale      []string   // as Selection.Stale, for this part's sets
 }
 
 // Served reports whether this vLLM serves the part, as far as its sets can
@@ -363,12 +381,33 @@ func (c *PartChoice) Served() bool {
 	return false
 }
 
+// Unfit reports whether the part is served but gets no set: none fits,
+// or those that fit cannot be told apart (Err).
+func (c *PartChoice) Unfit() bool {
+	return c.Chosen == nil && (c.Err != nil || c.Served())
+}
+
 // Unfit lists the parts this vLLM serves but no set fits: a partial fit.
 func (s *Selection) Unfit() []*PartChoice {
 	var out []*PartChoice
 	for _, c := range s.Parts {
-		if c.Chosen == nil && c.Served() {
+		if c.Unfit() {
 			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Plans is the chosen set of every part, chat first: what the manifest
+// records.
+func (s *Selection) Plans() []*SetPlan {
+	if s.Chosen == nil {
+		return nil
+	}
+	out := []*SetPlan{s.Chosen}
+	for _, c := range s.Parts {
+		if c.Chosen != nil {
+			out = append(out, c.Chosen)
 		}
 	}
 	return out
@@ -404,18 +443,22 @@ func partOrder(parts []string) {
 	})
 }
 
-// choose plans every set and picks one per part: the user's sets first,
-// then the embedded ones; among sets of a part that fit, identical results
-// are fine (the first is used) and different results are an error. The
-// chosen sets of all parts are applied together, so they must not write
-// one file differently.
-func choose(lib *Library, snap snapshot) (*Selection, error) {
+// choose plans every set and picks one per part, each part as one set was
+// always picked: the user's sets first, then the embedded ones; among
+// sets that fit, identical results are fine (the first is used).
+// Embedded sets that fit and differ mean files of several vLLM layouts
+// are there (an upgrade left the old ones): the set the manifest or the
+// markers name wins, then the one whose files the installed wheel's
+// RECORD lists; the others' files are reported stale. The chosen sets of
+// all parts are applied together, so they must not write one file
+// differently.
+func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection {
 	byPart := map[string][2][]*spec.PatchSet{}
-	var parts []string
+	parts := []string{spec.DefaultPart}
 	for i, group := range [][]*spec.PatchSet{lib.User, lib.Embedded} {
 		for _, s := range group {
 			g, ok := byPart[s.Part]
-			if !ok {
+			if !ok && s.Part != spec.DefaultPart {
 				parts = append(parts, s.Part)
 			}
 			g[i] = append(g[i], s)
@@ -424,40 +467,50 @@ func choose(lib *Library, snap snapshot) (*Selection, error) {
 	}
 	partOrder(parts)
 	sel := &Selection{}
-	chat := byPart[spec.DefaultPart]
-	var err error
-	sel.Chosen, sel.Why, sel.Candidates, err = chooseIn(chat[0], chat[1], snap)
-	if err != nil {
-		return sel, err
-	}
 	for _, part := range parts {
+		g := byPart[part]
+		c := chooseIn(part, g[0], g[1], snap, m, inst)
 		if part == spec.DefaultPart {
+			sel.Chosen, sel.Why, sel.Candidates, sel.Err, sel.Stale = c.Chosen, c.Why, c.Candidates, c.Err, c.Stale
 			continue
 		}
-		g := byPart[part]
-		c := &PartChoice{Part: part}
-		c.Chosen, c.Why, c.Candidates, err = chooseIn(g[0], g[1], snap)
-		if err != nil {
-			return sel, err
-		}
-		if c.Chosen == nil {
+		if c.Chosen == nil && c.Err == nil {
 			c.Why = unfitWhy(c)
 		}
 		sel.Parts = append(sel.Parts, c)
 	}
-	if sel.Chosen != nil {
-		sel.merged, err = merge(sel)
+	if sel.Chosen == nil || sel.Err != nil {
+		return sel
 	}
-	return sel, err
+	// Stale: every part's, except files some chosen set uses.
+	used := map[string]bool{}
+	for _, p := range sel.Plans() {
+		for _, f := range p.Set.Files {
+			used[f.Path] = true
+		}
+	}
+	var stale []string
+	for _, c := range append([]*PartChoice{{Stale: sel.Stale}}, sel.Parts...) {
+		for _, f := range c.Stale {
+			if !used[f] && !containsStr(stale, f) {
+				stale = append(stale, f)
+			}
+		}
+	}
+	sort.Strings(stale)
+	sel.Stale = stale
+	sel.merged, sel.Err = merge(sel)
+	return sel
 }
 
 // chooseIn picks the set of one part.
-func chooseIn(user, embedded []*spec.PatchSet, snap snapshot) (chosen *SetPlan, why string, candidates []*SetPlan, err error) {
+func chooseIn(part string, user, embedded []*spec.PatchSet, snap snapshot, m *Manifest, inst *Install) *PartChoice {
+	c := &PartChoice{Part: part}
 	for _, group := range [][]*spec.PatchSet{user, embedded} {
 		var fit []*SetPlan
 		for _, s := range group {
 			p := planSet(s, snap)
-			candidates = append(candidates, p)
+			c.Candidates = append(c.Candidates, p)
 			if p.fits() {
 				fit = append(fit, p)
 			}
@@ -465,22 +518,63 @@ func chooseIn(user, embedded []*spec.PatchSet, snap snapshot) (chosen *SetPlan, 
 		if len(fit) == 0 {
 			continue
 		}
+		var differ []*SetPlan
 		for _, other := range fit[1:] {
 			if !samePlan(fit[0], other) {
-				return nil, "", candidates, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q both fit this vLLM but would write different files", fit[0].Set.Name, other.Set.Name), Hint: "Remove one of them (--patchset), or make one's anchors specific to the version it was written for."}
+				differ = append(differ, other)
 			}
 		}
+		chosen, how := fit[0], ""
+		if len(differ) > 0 {
+			if !fit[0].Set.Embedded {
+				c.Err = &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("your patch sets %q (%s) and %q (%s) both fit this vLLM but would write different files", fit[0].Set.Name, fit[0].Set.Source, differ[0].Set.Name, differ[0].Set.Source), Hint: "Pass only one of them with --patchset, or make one's anchors specific to the version it was written for."}
+				c.Why = "your patch sets disagree"
+				return c
+			}
+			chosen, how = chooseLayout(fit, snap, m, inst)
+			if chosen == nil {
+				var lines []string
+				for _, p := range fit {
+					lines = append(lines, fmt.Sprintf("  %s: %s", p.Set.Name, strings.Join(editedFiles(p.Set), ", ")))
+				}
+				what := ""
+				if part != spec.DefaultPart {
+					what = " for " + PartLabel(part)
+				}
+				c.Err = &exit.Error{Code: ExitLayouts, Msg: fmt.Sprintf("this vLLM holds the files of %d layouts%s, and each fits its own embedded patch set:\n%s\nOne layout is vLLM's; the other's files were left by an upgrade or a copy, and nothing (no vllm-timings markers, no manifest, no *.dist-info/RECORD) tells which", len(fit), what, strings.Join(lines, "\n")), Hint: "Remove the stale files (the layout your vLLM version does not have; ../shared docs list them), or reinstall vLLM. status and revert still work. Nothing was changed."}
+				c.Why = fmt.Sprintf("the files of %d layouts are there, and nothing tells which is installed", len(fit))
+				return c
+			}
+			own := map[string]bool{}
+			for _, f := range chosen.Set.Files {
+				own[f.Path] = true
+			}
+			seen := map[string]bool{}
+			for _, p := range fit {
+				for _, f := range editedFiles(p.Set) {
+					if !own[f] && !seen[f] {
+						seen[f] = true
+						c.Stale = append(c.Stale, f)
+					}
+				}
+			}
+			sort.Strings(c.Stale)
+		}
+		c.Chosen = chosen
 		src := "embedded"
-		if !fit[0].Set.Embedded {
-			src = fit[0].Set.Source
+		if !chosen.Set.Embedded {
+			src = chosen.Set.Source
 		}
-		why = fmt.Sprintf("patch set %q (%s): all %d anchors match", fit[0].Set.Name, src, fit[0].Anchors)
-		if len(fit) > 1 {
-			why += fmt.Sprintf("; %d other sets fit with identical results", len(fit)-1)
+		c.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", chosen.Set.Name, src, chosen.Anchors)
+		if same := len(fit) - 1 - len(differ); same > 0 {
+			c.Why += fmt.Sprintf("; %d other %s with identical results", same, pluralWord(same, "set fits", "sets fit"))
 		}
-		return fit[0], why, candidates, nil
+		if how != "" {
+			c.Why += "; " + how + "; stale files of another layout: " + strings.Join(c.Stale, ", ")
+		}
+		return c
 	}
-	return nil, "", candidates, nil
+	return c
 }
 
 // closest is the applicable candidate with the fewest failures, or nil.
@@ -526,7 +620,7 @@ func merge(sel *Selection) (*SetPlan, error) {
 					}
 				}
 				return nil, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q (%s) would write %s differently", other, c.Chosen.Set.Name, PartLabel(c.Part), f.Path),
-					Hint: "Sets of different parts must edit different files; move the edits of one part into its own file, or remove the set you passed with --patchset."}
+					Hint: "Sets of different parts must edit different files; move the edits of one part into its own file, or remove the set you passed with --patchset. Nothing was changed."}
 			}
 			owner[f.Path] = c.Chosen.Set.Name
 			m.Files = append(m.Files, f)
@@ -536,20 +630,122 @@ func merge(sel *Selection) (*SetPlan, error) {
 }
 
 // partialError explains, for apply without --on-failure warn and for diff,
-// that some part this vLLM serves has no fitting set while chat has.
+// that some part this vLLM serves has no set that fits while chat has one.
 func partialError(lib *Library, inst *Install, unfit []*PartChoice) *exit.Error {
 	var msg strings.Builder
 	var labels []string
 	for _, c := range unfit {
+		labels = append(labels, PartLabel(c.Part))
 		best := closest(c.Candidates)
 		msg.WriteString(lib.render(best.Failures))
-		fmt.Fprintf(&msg, "vllm-timings: no patch set fits %s on vLLM %s; the closest, %q, fails as shown above (%d problems).\n", PartLabel(c.Part), inst.Version, best.Set.Name, len(best.Failures))
-		labels = append(labels, PartLabel(c.Part))
+		fmt.Fprintf(&msg, "vllm-timings: no patch set fits %s on vLLM %s; the closest, %q, fails as shown above (%s).\n", PartLabel(c.Part), inst.Version, best.Set.Name, plural(len(best.Failures), "problem"))
 	}
 	which := strings.Join(labels, " and ")
-	fmt.Fprintf(&msg, "vllm-timings: %s fit, %s does not: nothing was changed", PartLabel(spec.DefaultPart), which)
+	verb := "does"
+	if len(labels) > 1 {
+		verb = "do"
+	}
+	fmt.Fprintf(&msg, "vllm-timings: %s fit, %s %s not: nothing was changed", PartLabel(spec.DefaultPart), which, verb)
 	return &exit.Error{Code: ExitPartial, Msg: msg.String(),
 		Hint: fmt.Sprintf("Pass --on-failure warn to apply the parts that fit (%s then gets no timings), or run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.", which)}
+}
+
+// chooseLayout picks, among embedded sets that fit and differ, the one the
+// tree says is in use.
+func chooseLayout(fit []*SetPlan, snap snapshot, m *Manifest, inst *Install) (*SetPlan, string) {
+	if m != nil {
+		for _, p := range fit {
+			for _, ms := range m.Sets {
+				if ms.Name == p.Set.Name {
+					return p, "chosen by " + ManifestName
+				}
+			}
+		}
+	}
+	var marked []*SetPlan
+	for _, p := range fit {
+		for _, f := range p.Set.Files {
+			if st := snap[f.Path]; st.Exists && markerSets(st.Data)[p.Set.Name] {
+				marked = append(marked, p)
+				break
+			}
+		}
+	}
+	if len(marked) == 1 {
+		return marked[0], "chosen by its markers in the files"
+	}
+	if record := installedRecord(inst); record != nil {
+		var listed []*SetPlan
+		for _, p := range fit {
+			all := true
+			for _, f := range editedFiles(p.Set) {
+				all = all && record[f]
+			}
+			if all {
+				listed = append(listed, p)
+			}
+		}
+		if len(listed) == 1 {
+			return listed[0], "chosen by the installed wheel's RECORD"
+		}
+	}
+	return nil, ""
+}
+
+// editedFiles lists the files a set edits (not those it creates).
+func editedFiles(set *spec.PatchSet) []string {
+	var out []string
+	for _, f := range set.Files {
+		if f.Create == nil {
+			out = append(out, f.Path)
+		}
+	}
+	return out
+}
+
+// markerSets returns the names of the sets whose markers are in src.
+func markerSets(src []byte) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range bytes.Split(src, []byte("\n")) {
+		t := strings.TrimSpace(string(line))
+		if id, ok := strings.CutPrefix(t, markerBegin+" "); ok {
+			if set, _, ok := strings.Cut(id, "/"); ok {
+				out[set] = true
+			}
+		}
+	}
+	return out
+}
+
+// installedRecord reads the RECORD of the vllm wheel installed beside the
+// package (site-packages/vllm-*.dist-info/RECORD): every file the
+// installer wrote, so a file not in it was not installed with this vLLM.
+func installedRecord(inst *Install) map[string]bool {
+	if inst == nil {
+		return nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(inst.Root, "vllm-*.dist-info", "RECORD"))
+	if len(matches) != 1 {
+		return nil
+	}
+	b, err := os.ReadFile(matches[0])
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if path, _, ok := strings.Cut(line, ","); ok {
+			out[path] = true
+		}
+	}
+	return out
+}
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func samePlan(a, b *SetPlan) bool {
@@ -587,7 +783,21 @@ func noFitError(lib *Library, inst *Install, sel *Selection) *exit.Error {
 			inst.Version, inst.Dir, strings.Join(need, "\n"))
 	}
 	msg := lib.render(best.Failures)
-	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%d problems). Nothing was changed. Run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.",
-		inst.Version, inst.Dir, best.Set.Name, len(best.Failures))
+	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%s). Nothing was changed. Run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.",
+		inst.Version, inst.Dir, best.Set.Name, plural(len(best.Failures), "problem"))
 	return &exit.Error{Code: best.Code, Msg: msg}
+}
+
+// plural is "1 problem", "2 problems".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// usesCRLF reports whether src's first line ends in CRLF.
+func usesCRLF(src []byte) bool {
+	i := bytes.IndexByte(src, '\n')
+	return i > 0 && src[i-1] == '\r'
 }

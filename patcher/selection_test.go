@@ -70,8 +70,8 @@ func TestNoSetFitsChangesNothing(t *testing.T) {
 		t.Fatalf("apply: %v, want a ExitMissing error", err)
 	}
 	for _, m := range []string{"Required statement not found", "return RequestOutput(", "RequestState._new_request_output", "Nothing was changed", "vllm-timings doctor"} {
-		if !strings.Contains(pe.Msg, m) {
-			t.Errorf("message lacks %q:\n%s", m, pe.Msg)
+		if !strings.Contains(pe.Error(), m) {
+			t.Errorf("message lacks %q:\n%s", m, pe)
 		}
 	}
 	if after := hash(t, site); after != before {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
@@ -16,6 +17,9 @@ type fileSnapshot struct {
 	Exists bool
 	Data   []byte
 	Mode   fs.FileMode
+	Path   string // the file to write: its own path, or the in-package file a symlink there points to
+	UID    int    // its owner and group, kept when it is rewritten
+	GID    int
 }
 
 // snapshot is the content of every target file, read once. Planning works
@@ -38,7 +42,7 @@ func readSnapshot(inst *Install, rels []string) (snapshot, error) {
 		}
 		st, err := os.Stat(abs)
 		if errors.Is(err, fs.ErrNotExist) {
-			snap[rel] = fileSnapshot{}
+			snap[rel] = fileSnapshot{Path: abs, UID: -1, GID: -1}
 			continue
 		}
 		if err != nil {
@@ -47,11 +51,21 @@ func readSnapshot(inst *Install, rels []string) (snapshot, error) {
 		if !st.Mode().IsRegular() {
 			return nil, errorf(ExitModified, "%s is not a regular file; remove it or fix the installation.", rel)
 		}
-		b, err := os.ReadFile(abs)
+		// A symlink inside the package is written through: the file it
+		// points to gets the new content, and the link stays.
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, &exit.Error{Code: ExitFS, Pos: rel, Msg: err.Error(), Err: err}
+		}
+		b, err := os.ReadFile(real)
 		if err != nil {
 			return nil, errorf(ExitFS, "cannot read %s: %v", rel, err)
 		}
-		snap[rel] = fileSnapshot{Exists: true, Data: b, Mode: st.Mode().Perm()}
+		uid, gid := -1, -1
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(sys.Uid), int(sys.Gid)
+		}
+		snap[rel] = fileSnapshot{Exists: true, Data: b, Mode: st.Mode().Perm(), Path: real, UID: uid, GID: gid}
 	}
 	return snap, nil
 }

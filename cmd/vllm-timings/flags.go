@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,16 +16,47 @@ type vllmFlags struct {
 	vllmBin   string
 	vllmBinIs string // what vllmBin is when not the flag (exec's COMMAND)
 	patchsets []string
+	lockWait  time.Duration
 }
 
 func (f *vllmFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.vllmDir, "vllm-dir", "", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
-	cmd.Flags().StringVar(&f.vllmBin, "vllm-bin", "", "the vllm program the server runs (for example /opt/venv/bin/vllm): vLLM is looked for where its interpreter keeps its packages (default: the vllm on $PATH)")
+	cmd.Flags().Var(&nonEmpty{&f.vllmDir, "pass the vllm package directory, or leave the flag out to search for vLLM"}, "vllm-dir", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
+	cmd.Flags().Var(&nonEmpty{&f.vllmBin, "pass the vllm program the server runs, or leave the flag out to use the vllm on $PATH"}, "vllm-bin", "the vllm program the server runs (for example /opt/venv/bin/vllm): vLLM is looked for where its interpreter keeps its packages (default: the vllm on $PATH)")
 	cmd.Flags().StringArrayVar(&f.patchsets, "patchset", nil, "an extra patch set (.hcl), tried before the embedded ones; repeatable")
 }
 
+// registerLock adds --lock-wait to commands that write.
+func (f *vllmFlags) registerLock(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.lockWait, "lock-wait", patcher.DefaultLockWait, "how long to wait for another vllm-timings run on the same tree to finish (exit 30 after that)")
+}
+
 func (f *vllmFlags) options() patcher.Options {
-	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir, Bin: f.vllmBin, BinIs: f.vllmBinIs}, PatchSets: f.patchsets}
+	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir, Bin: f.vllmBin, BinIs: f.vllmBinIs}, PatchSets: f.patchsets, LockWait: f.lockWait}
+}
+
+// nonEmpty is a path flag that refuses an empty or blank value when it is
+// parsed (exit 2): that is almost always an unset variable, and taken as
+// "not given" it would silently search the system instead.
+type nonEmpty struct {
+	p    *string
+	hint string // what to pass instead
+}
+
+func (f *nonEmpty) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f *nonEmpty) Type() string { return "string" }
+
+func (f *nonEmpty) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("empty (an unset variable in the command line?); " + f.hint)
+	}
+	*f.p = s
+	return nil
 }
 
 // onFailure is --on-failure, what to do when patching fails: abort or

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -33,6 +34,10 @@ const testClock = "VLLM_TIMINGS_TEST_CLOCK"
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		binary: func() {
+			// One OS thread for the command's work, so that strace's
+			// per-thread call counts (reliability_test.go) are the same
+			// in every run.
+			runtime.LockOSThread()
 			if os.Getenv(testClock) != "" {
 				var now time.Time
 				verifyClock = func() time.Time {

@@ -13,6 +13,13 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
 
+// warn prints the session's warnings.
+func warn(w io.Writer, s *patcher.Session) {
+	for _, m := range s.Warnings {
+		logf(w, "warning: %s", m)
+	}
+}
+
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "vllm-timings: "+format+"\n", args...)
 }
@@ -30,6 +37,7 @@ type applyOptions struct {
 	vllmFlags
 	onFailure onFailure
 	dryRun    bool
+	takeOver  bool
 	overlay   string
 	out, err  io.Writer
 }
@@ -58,8 +66,12 @@ applied.
 
 Exit codes:
 ` + patcher.ExitCodes.Text(),
-		Example: `  # In the container, before the server starts:
-  /patches/vllm-timings apply --on-failure warn && exec vllm serve ...
+		Example: `  # In the container, before the server starts (with ";" or "|| true",
+  # vLLM starts whatever apply says; "&&" would stop it on any failure):
+  /patches/vllm-timings apply --on-failure warn || true; exec vllm serve ...
+
+  # A tree the older patch_timings scripts edited: replace their edits.
+  vllm-timings apply --take-over
 
   # See what would change, without writing:
   vllm-timings apply --dry-run --vllm-dir ./venv/lib/python3.12/site-packages/vllm
@@ -73,6 +85,8 @@ Exit codes:
 	o.onFailure = "abort"
 	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem; warn: print it and exit 0 (with nothing changed when chat/completions fit no set, so vLLM starts without timings; with the parts that fit applied when another part fits none)")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
+	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "remove the edits of the older patch_timings scripts exactly, then apply (revert then gives vLLM's own files)")
+	o.registerLock(cmd)
 	o.registerOverlay(cmd)
 	return cmd
 }
@@ -86,17 +100,32 @@ func applyRun(o *applyOptions) error {
 	return err
 }
 
-// applyOrWarn is apply with --on-failure: under warn a failure is printed
-// and not returned. It returns the overlay directory Python must see first
-// on PYTHONPATH, or "" when none is needed.
-func applyOrWarn(o *applyOptions) (string, error) {
-	overlay, err := applyDo(o)
-	if err != nil && o.onFailure == "warn" {
-		fmt.Fprintf(o.err, "%s\n", strings.TrimRight(err.Error(), "\n"))
-		logf(o.err, "warning: nothing was changed; vLLM starts without timings (--on-failure warn)")
-		return "", nil
+// applyOrWarn is apply with --on-failure: under warn every failure, a
+// crash included, is printed and not returned, since vLLM must start. It
+// returns the overlay directory Python must see first on PYTHONPATH, or ""
+// when none is needed.
+func applyOrWarn(o *applyOptions) (overlay string, err error) {
+	if o.onFailure == "warn" {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("internal error: %v", r)
+			}
+			if err != nil {
+				fmt.Fprintf(o.err, "%s\n", strings.TrimRight(err.Error(), "\n"))
+				logf(o.err, "warning: %s; vLLM starts without timings (--on-failure warn)", afterFailure(err))
+				overlay, err = "", nil
+			}
+		}()
 	}
-	return overlay, err
+	return applyDo(o)
+}
+
+// afterFailure says what state a failed apply left.
+func afterFailure(err error) string {
+	if strings.Contains(err.Error(), "partly undone") {
+		return "the run was interrupted and is recorded; the next run finishes it"
+	}
+	return "nothing was changed"
 }
 
 func applyDo(o *applyOptions) (string, error) {
@@ -104,10 +133,14 @@ func applyDo(o *applyOptions) (string, error) {
 	// Under warn, a part other than chat that fits no set costs that part's
 	// timings only: the parts that fit are applied.
 	opts.Partial = o.onFailure == "warn"
+	// The overlay leaves the tree alone: no lock file, no manifest in it.
+	opts.Lock, opts.TakeOver = !o.dryRun && o.overlay == "", o.takeOver
 	s, err := patcher.Open(opts)
 	if err != nil {
 		return "", err
 	}
+	defer s.Close()
+	defer warn(o.err, s)
 	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
 	p, err := s.Plan()
 	if err != nil {
@@ -115,7 +148,7 @@ func applyDo(o *applyOptions) (string, error) {
 	}
 	logf(o.out, "%s", s.Sel.Why)
 	for _, c := range s.Sel.Parts {
-		if c.Chosen == nil && c.Served() {
+		if c.Unfit() {
 			logf(o.err, "warning: %s gets no timings: %s; run \"vllm-timings doctor\" to see what moved (--on-failure warn)", patcher.PartLabel(c.Part), c.Why)
 			continue
 		}
@@ -231,6 +264,7 @@ func statusRun(o *statusOptions) error {
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	r := s.Status()
 	if o.json {
 		enc := json.NewEncoder(o.out)
@@ -261,6 +295,24 @@ func statusRun(o *statusOptions) error {
 	for _, f := range r.Files {
 		fmt.Fprintf(o.out, "  %-10s %s\n", f.State, f.Path)
 	}
+	if len(r.Applied) > 0 {
+		fmt.Fprintf(o.out, "applied: %s (recorded in vllm/%s)\n", strings.Join(r.Applied, ", "), patcher.ManifestName)
+	}
+	if r.InProgress {
+		fmt.Fprintf(o.out, "in progress: another vllm-timings run holds %s\n", patcher.LockName)
+	}
+	if r.Interrupted != "" {
+		fmt.Fprintf(o.out, "interrupted: %s\n", r.Interrupted)
+	}
+	for _, l := range r.Leftovers {
+		fmt.Fprintf(o.out, "  leftover   %s (apply and revert remove it)\n", l)
+	}
+	for _, l := range r.Legacy {
+		fmt.Fprintf(o.out, "  legacy     %s (edited by the older patch_timings scripts)\n", l)
+	}
+	for _, l := range r.Stale {
+		fmt.Fprintf(o.out, "  stale      %s (another vLLM layout's file, not used)\n", l)
+	}
 	if r.Problems != "" {
 		fmt.Fprintf(o.out, "\n%s\n", strings.TrimRight(r.Problems, "\n"))
 	}
@@ -271,33 +323,45 @@ func statusRun(o *statusOptions) error {
 
 type revertOptions struct {
 	vllmFlags
-	dryRun  bool
-	overlay string
-	out     io.Writer
+	dryRun   bool
+	takeOver bool
+	overlay  string
+	out, err io.Writer
 }
 
-func newCmdRevert(out io.Writer) *cobra.Command {
-	o := &revertOptions{out: out}
+func newCmdRevert(out, errw io.Writer) *cobra.Command {
+	o := &revertOptions{out: out, err: errw}
 	cmd := &cobra.Command{
 		Use:   "revert",
 		Short: "Restore the original vLLM files, byte for byte",
 		Long: `Remove every change vllm-timings made: the marked blocks in vLLM's files and
-the files it created. It works whichever version of vllm-timings patched
-the tree, and writes all files or none.`,
+the files it created, those of every set it knows and those vllm/.vllm-timings.json
+records (so a --patchset used by apply is not needed again). It works whichever
+version of vllm-timings patched the tree, finishes an interrupted run, and writes
+all files or none. With --take-over it also removes the edits of the older
+patch_timings scripts.`,
 		Example: `  vllm-timings revert --vllm-dir ./venv/lib/python3.12/site-packages`,
 		Args:    cobra.NoArgs,
 		RunE:    func(*cobra.Command, []string) error { return revertRun(o) },
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report, write nothing")
+	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "also remove the edits of the older patch_timings scripts")
+	o.registerLock(cmd)
 	cmd.Flags().StringVar(&o.overlay, "overlay", "", "remove the overlay apply --overlay wrote into this directory (vLLM's own files are not touched)")
 	return cmd
 }
 
 func revertRun(o *revertOptions) error {
-	s, err := patcher.Open(o.options())
+	opts := o.options()
+	opts.Lock, opts.TakeOver = !o.dryRun && o.overlay == "", o.takeOver
+	s, err := patcher.Open(opts)
 	if err != nil {
 		return err
+	}
+	defer s.Close()
+	if o.err != nil {
+		defer warn(o.err, s)
 	}
 	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
 	if o.overlay != "" {
@@ -363,6 +427,7 @@ tree is already patched.
 			if err != nil {
 				return err
 			}
+			defer s.Close()
 			return s.DiffRelativeTo(o.out, base)
 		},
 	}

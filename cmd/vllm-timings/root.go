@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vllm-timings/vllm-timings/patcher"
 )
 
 // version is set at link time: -ldflags "-X main.version=1.2.3".
@@ -13,6 +15,7 @@ var version = "dev"
 // command, in the file of its group (patcher_cmds.go, doctor.go, nix.go,
 // verify.go).
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	patcher.Version = version
 	root := &cobra.Command{
 		Use:           "vllm-timings",
 		Short:         "Add llama.cpp-style timings to vLLM's OpenAI responses",
@@ -29,7 +32,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		// patcher commands
 		newCmdApply(stdout, stderr),
 		newCmdStatus(stdout),
-		newCmdRevert(stdout),
+		newCmdRevert(stdout, stderr),
 		newCmdDiff(stdout),
 		newCmdPatchsets(stdout),
 		newCmdDoctor(stdout),
