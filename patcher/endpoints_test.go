@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -227,11 +228,11 @@ func TestEndpointServing(t *testing.T) {
 	for _, fx := range endpointFixtures {
 		t.Run(fx.name, func(t *testing.T) {
 			t.Parallel()
-			orig, patched := fixture(t, fx.name), fixture(t, fx.name)
-			if _, err := open(t, patched).Apply(); err != nil {
+			before := driveEndpoints(t, py, fixture(t, fx.name))
+			var after map[string][]map[string]any
+			if err := json.Unmarshal(drivePatchedEndpoints(t, py, fx), &after); err != nil {
 				t.Fatal(err)
 			}
-			before, after := driveEndpoints(t, py, orig), driveEndpoints(t, py, patched)
 			checkEndpointBodies(t, fx, before, after)
 		})
 	}
@@ -332,6 +333,34 @@ func checkEndpointUsage(t *testing.T, name string, tm, body map[string]any) {
 
 func driveEndpoints(t *testing.T, py, site string) map[string][]map[string]any {
 	t.Helper()
+	out := driveEndpointsRaw(t, py, site)
+	var res map[string][]map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return res
+}
+
+var drivenEndpoints sync.Map // fixture name → drive_endpoints.py's output on it, patched
+
+// drivePatchedEndpoints is drive_endpoints.py's output on a freshly
+// patched copy of fx, once per test process.
+func drivePatchedEndpoints(t *testing.T, py string, fx endpointFixture) []byte {
+	t.Helper()
+	if out, ok := drivenEndpoints.Load(fx.name); ok {
+		return out.([]byte)
+	}
+	site := fixture(t, fx.name)
+	if _, err := open(t, site).Apply(); err != nil {
+		t.Fatal(err)
+	}
+	out := driveEndpointsRaw(t, py, site)
+	drivenEndpoints.Store(fx.name, out)
+	return out
+}
+
+func driveEndpointsRaw(t *testing.T, py, site string) []byte {
+	t.Helper()
 	cmd := exec.Command(py, filepath.Join("testdata", "python", "drive_endpoints.py"), site)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.Output()
@@ -342,11 +371,7 @@ func driveEndpoints(t *testing.T, py, site string) map[string][]map[string]any {
 		}
 		t.Fatal(err)
 	}
-	var res map[string][]map[string]any
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	return res
+	return out
 }
 
 // TestResponsesNeedTheChatPartBeforeV0_11_1 shows why chat is the part that
