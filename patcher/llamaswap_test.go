@@ -421,6 +421,58 @@ func TestLlamaSwapEndpoints(t *testing.T) {
 	}
 }
 
+// TestLlamaSwapMessagesUsage records, with the oracle, how llama-swap
+// reads a /v1/messages answer, the Anthropic usage of vLLM 0.26 on with
+// --enable-prompt-tokens-details: 50 prompt tokens, 32 read from the
+// prefix cache, 16 evaluated and written to it, 2 evaluated after the last
+// whole block, so input_tokens is 2. With timings its row holds the truth
+// (18 evaluated, 32 cached), whatever usage says. Without them (stats off)
+// its extractUsageTokens takes input_tokens as the input: 2, neither the
+// whole prompt it shows for chat and Responses nor the 18 evaluated.
+// docs/llama-swap.md has a fix; should llama-swap take it, this test says
+// so.
+func TestLlamaSwapMessagesUsage(t *testing.T) {
+	o := llamaSwapOracle(t)
+	usage := `{"input_tokens":2,"output_tokens":8,"cache_read_input_tokens":32,"cache_creation_input_tokens":16}`
+	message := func(timings string) json.RawMessage {
+		return json.RawMessage(`{"id":"msg-1","type":"message","role":"assistant","content":[{"type":"text","text":"t"}],"model":"fixture","stop_reason":"end_turn","stop_sequence":null,"usage":` + usage + timings + `}`)
+	}
+	// scheduled at 0, first token at 0.25 s, the 8th at 0.6 s.
+	const timings = `,"timings":{"prompt_n":18,"prompt_ms":250.0,"prompt_per_token_ms":13.88888888888889,"prompt_per_second":72.0,"predicted_n":8,"predicted_ms":350.0,"predicted_per_token_ms":43.75,"predicted_per_second":22.857142857142858,"cache_n":32}`
+	truth := &engineTruth{PromptTokens: 50, CachedTokens: 32, Generated: 8, Requests: [][3]float64{{0, 0.25, 0.6}}}
+	stream := func(timings string) []json.RawMessage {
+		return []json.RawMessage{
+			json.RawMessage(`{"type":"message_start","message":{"id":"msg-1","type":"message","role":"assistant","content":[],"model":"fixture","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":50,"output_tokens":0}}}`),
+			json.RawMessage(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+			json.RawMessage(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"t"}}`),
+			json.RawMessage(`{"type":"content_block_stop","index":0}`),
+			json.RawMessage(`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":` + usage + timings + `}`),
+			json.RawMessage(`{"type":"message_stop"}`),
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		ex    exchange
+		timed bool
+	}{
+		{"full", exchange{path: "/v1/messages", bodies: []json.RawMessage{message(timings)}}, true},
+		{"stream", exchange{path: "/v1/messages", stream: true, bodies: stream(timings)}, true},
+		{"full no timings", exchange{path: "/v1/messages", bodies: []json.RawMessage{message("")}}, false},
+		{"stream no timings", exchange{path: "/v1/messages", stream: true, bodies: stream("")}, false},
+	} {
+		row, wall := o.record(t, "messages-usage/"+tc.name, tc.ex)
+		if tc.timed {
+			checkRow(t, tc.name, row, truth.want(), wall)
+			continue
+		}
+		if row.Tokens.Input != 2 || row.Tokens.Cached != 32 || row.Tokens.Output != 8 {
+			t.Errorf("%s: llama-swap shows input %d, cached %d, output %d; expected Anthropic's input_tokens (2), 32 and 8 (docs/llama-swap.md's fix would show 50)",
+				tc.name, row.Tokens.Input, row.Tokens.Cached, row.Tokens.Output)
+		}
+		checkNoSpeeds(t, tc.name, row)
+	}
+}
+
 // TestLlamaSwapWithoutTheFix shows, with the same oracle, why the patch
 // clears vLLM's time_to_first_token_ms and mean_itl_ms where it adds
 // timings (docs/llama-swap.md): on a cache hit, the two alternatives give
