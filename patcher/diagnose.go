@@ -17,6 +17,7 @@ import (
 // would use if any, and otherwise the closest ones. It reads the anchor
 // results planSet recorded; it plans nothing itself.
 type Diagnosis struct {
+	Part    string // spec.DefaultPart (chat), or the other part it is about
 	Install *Install
 	Sets    []*SetPlan
 	Chosen  *SetPlan   // the set apply uses, or nil
@@ -24,12 +25,34 @@ type Diagnosis struct {
 	Closest []*SetPlan // when none fits: the sets with the fewest problems
 
 	lib       *Library
+	notServed bool
 	elsewhere map[*FilePlan][]string // for a missing file of a closest set: package files that define the classes its anchors name
 }
 
-// Diagnose reports on the session's plans. It writes nothing.
+// Diagnose reports on the session's plans for chat/completions. It writes
+// nothing.
 func (s *Session) Diagnose() *Diagnosis {
-	d := &Diagnosis{Install: s.Install, Sets: s.Sel.Candidates, Chosen: s.Sel.Chosen, Why: s.Sel.Why, lib: s.Library}
+	return s.diagnose(spec.DefaultPart, s.Sel.Candidates, s.Sel.Chosen, s.Sel.Why)
+}
+
+// DiagnoseParts reports on each other part's plans, as Diagnose does.
+func (s *Session) DiagnoseParts() []*Diagnosis {
+	var out []*Diagnosis
+	for _, c := range s.Sel.Parts {
+		d := s.diagnose(c.Part, c.Candidates, c.Chosen, c.Why)
+		d.notServed = !c.Served()
+		out = append(out, d)
+	}
+	return out
+}
+
+// NotServed reports whether the diagnosis is of a part this vLLM does not
+// serve (none of its sets finds the files it edits); then there is nothing
+// to adapt.
+func (d *Diagnosis) NotServed() bool { return d.notServed }
+
+func (s *Session) diagnose(part string, sets []*SetPlan, chosen *SetPlan, why string) *Diagnosis {
+	d := &Diagnosis{Part: part, Install: s.Install, Sets: sets, Chosen: chosen, Why: why, lib: s.Library}
 	if d.Chosen != nil {
 		return d
 	}
@@ -100,16 +123,28 @@ func (s *Session) elsewhere(f spec.File) []string {
 // per anchor of the closest sets what matched, what did not, and the
 // closest statements.
 func (d *Diagnosis) WriteReport(w io.Writer) {
-	fmt.Fprintf(w, "vLLM %s at %s (found via %s)\n\n", d.Install.Version, d.Install.Dir, d.Install.Via)
-	if d.Chosen != nil {
+	if d.Part == spec.DefaultPart {
+		fmt.Fprintf(w, "vLLM %s at %s (found via %s)\n\n", d.Install.Version, d.Install.Dir, d.Install.Via)
+	} else {
+		fmt.Fprintf(w, "\n%s: ", PartLabel(d.Part))
+	}
+	switch {
+	case d.Chosen != nil:
 		fmt.Fprintf(w, "%s.\nNothing to adapt: \"vllm-timings apply\" uses this set.\n", d.Why)
+		return
+	case d.notServed:
+		fmt.Fprintf(w, "%s; nothing to adapt.\n", d.Why)
 		return
 	}
 	names := make([]string, len(d.Closest))
 	for i, c := range d.Closest {
 		names[i] = fmt.Sprintf("%q (%d of %d anchors match)", c.Set.Name, c.matched(), c.total())
 	}
-	fmt.Fprintf(w, "No patch set fits this vLLM. Closest: %s.\n", strings.Join(names, ", "))
+	if d.Part == spec.DefaultPart {
+		fmt.Fprintf(w, "No patch set fits this vLLM. Closest: %s.\n", strings.Join(names, ", "))
+	} else {
+		fmt.Fprintf(w, "no patch set fits this vLLM. Closest: %s.\n", strings.Join(names, ", "))
+	}
 	for _, c := range d.Closest {
 		fmt.Fprintln(w)
 		d.writeSet(w, c)

@@ -15,15 +15,16 @@
 //  2. Plan (Open): read every file any patch set targets into a snapshot,
 //     plan every patch set against it (planSet is pure: snapshot in, new
 //     file contents, each anchor's result and diagnostics out; the doctor
-//     reads the same plans) and choose the one whose anchors
-//     all match. The user's sets (--patchset) are tried before the
-//     embedded ones. Identical results are fine; two of the user's sets
-//     that would write different files are an error (8). Two embedded sets
-//     that fit and differ mean an upgrade left another layout's files: the
-//     set the manifest, the markers or the wheel's RECORD names is chosen
-//     and the others' files are reported stale, else exit 35 (status and
-//     revert still work). Selection is by shape, so a nightly with a
-//     version string no table lists still gets the right set.
+//     reads the same plans) and choose, for each part (see below), the
+//     one whose anchors all match. The user's sets (--patchset) are tried
+//     before the embedded ones of the same part. Identical results are
+//     fine; two of the user's sets that would write different files are
+//     an error (8). Two embedded sets of a part that fit and differ mean
+//     an upgrade left another layout's files: the set the manifest, the
+//     markers or the wheel's RECORD names is chosen and the others' files
+//     are reported stale, else exit 35 (status and revert still work).
+//     Selection is by shape, so a nightly with a version string no table
+//     lists still gets the right set.
 //  3. Write (Session.Apply, Session.Revert): all files or none. Runs that
 //     may write hold an flock on vllm/.vllm-timings.lock (lock.go) from
 //     before they read the tree. The planned Python is compiled first
@@ -66,6 +67,7 @@
 // A patch set is an HCL file with one or more patchset blocks:
 //
 //	patchset "my-nightly" {                     # lower-case name
+//	  part        = "chat"                      # optional, see Parts
 //	  description = "what it is for"            # optional
 //	  covers      = ["nightly-abc1234"]         # optional: what it was checked on
 //
@@ -138,6 +140,28 @@
 // draft_n, draft_n_accepted from the outputs' spec_decode_metrics where the
 // version reports them), and never raises into the request path.
 //
+// # Parts
+//
+// A set patches one part: "chat" (the default: /v1/chat/completions and
+// /v1/completions), "responses" (/v1/responses) or "messages"
+// (/v1/messages); a user's set may name another. vLLM moves each part's
+// code on its own schedule, so selection runs per part (Selection.Chosen
+// for chat, Selection.Parts for the others) and the chosen sets are
+// applied together as one plan (merge): they may write the same file only
+// with the same content (every set creates vllm/_llamacpp_timings.py).
+// Chat must fit; the others rely on it (the Messages API runs vLLM's chat
+// code, and before v0.11.1 the chat sets' output-processor edit gives every
+// request its stats). A part none of whose sets finds its files is not
+// served by this vLLM and is skipped. A part this vLLM serves but no set
+// fits is ExitPartial for Plan, Apply and Diff, with nothing written,
+// unless Options.Partial (apply --on-failure warn) lets the other parts go
+// ahead; a part whose sets disagree or whose layouts are ambiguous (8,
+// 35) is that code without it, and skipped with it. The manifest records
+// every chosen set, revert undoes every set any part knows, and the
+// compile check covers every file of the merged plan. Status and the
+// doctor report every part. docs/endpoints.md has
+// the shapes and where each endpoint's timings go.
+//
 // # The embedded sets
 //
 // patchsets/*.hcl hold one set per shape of vLLM, disjoint by shape, so on
@@ -145,8 +169,11 @@
 // which also edits the output processor to pass the request's stats),
 // openai-modules (v0.11.1 to v0.14.1), openai-packages (v0.15.0 to 0.32 and
 // the nightlies between) and openai-packages-raw-stream (0.33 on, whose
-// chat stream lives in chat_completion_stream_generator_raw). "vllm-timings
-// patchsets" lists what each covers; docs/compatibility.md has the checks
+// chat stream lives in chat_completion_stream_generator_raw); for
+// /v1/responses responses-v0.10.0, responses-modules (v0.10.1 to v0.14.1),
+// responses-engine (v0.15 to v0.18) and responses-packages (v0.19 on); for
+// /v1/messages messages-module (v0.11.1 to v0.14.1) and messages-package
+// (v0.15 on). "vllm-timings patchsets" lists what each covers; docs/compatibility.md has the checks
 // on every version. When none fits, "vllm-timings doctor" shows, per
 // anchor of the closest sets, what matched, what did not and the closest
 // statements, and writes the closest set as a skeleton to adapt

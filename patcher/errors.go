@@ -19,6 +19,8 @@ var (
 	ExitDisagree  = ExitCodes.Add(8, "several of your `--patchset` sets fit and disagree")
 	ExitModified  = ExitCodes.Add(9, "files changed in a way no patch set explains (broken markers, a foreign file)")
 
+	ExitPartial = ExitCodes.Add(29, "chat/completions fit, but `/v1/responses` or `/v1/messages`, which this vLLM serves, fits no patch set: nothing written (`--on-failure warn` applies the parts that fit)")
+
 	ExitLocked       = ExitCodes.Add(30, "another vllm-timings run holds the lock (`vllm/.vllm-timings.lock`) longer than `--lock-wait`")
 	ExitCompile      = ExitCodes.Add(31, "the patched code would not compile; nothing was written")
 	ExitLegacy       = ExitCodes.Add(32, "the tree holds edits of the older `patch_timings` scripts; `apply --take-over` replaces them")

@@ -159,16 +159,28 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
+	// The Responses and Messages APIs name each event on an event: line
+	// and end without [DONE].
+	named := ex.path == "/v1/responses" || ex.path == "/v1/messages"
 	for _, b := range ex.bodies {
 		// One line per event: the drivers write their JSON indented.
 		var line bytes.Buffer
 		if err := json.Compact(&line, b); err != nil {
 			panic(err)
 		}
+		var ev struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(b, &ev)
+		if named && ev.Type != "" {
+			fmt.Fprintf(w, "event: %s\n", ev.Type)
+		}
 		fmt.Fprintf(w, "data: %s\n\n", line.Bytes())
 		w.(http.Flusher).Flush()
 	}
-	io.WriteString(w, "data: [DONE]\n\n")
+	if !named {
+		io.WriteString(w, "data: [DONE]\n\n")
+	}
 }
 
 // oracle is the real llama-swap in front of an upstream; requests through
@@ -360,6 +372,119 @@ func TestLlamaSwapRecordsTheTruth(t *testing.T) {
 	}
 }
 
+// endpointExchanges turns drive_endpoints.py's output into requests, in
+// name order. Every scenario with stats has the driver's one engine
+// request: 10 prompt tokens, 4 of them cached, 3 generated, scheduled at
+// 100.0, first token at 100.25, last at 100.35. Those without stats and
+// the tool loop's several engine requests have no timings.
+func endpointExchanges(t *testing.T, raw []byte) []exchange {
+	t.Helper()
+	var res map[string][]json.RawMessage
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	var out []exchange
+	for name, bodies := range res {
+		if strings.HasPrefix(name, "_") {
+			continue
+		}
+		ex := exchange{name: name, bodies: bodies, stream: strings.Contains(name, "_stream"), path: "/v1/messages"}
+		if strings.HasPrefix(name, "responses") {
+			ex.path = "/v1/responses"
+		}
+		if !strings.Contains(name, "no_stats") && !strings.Contains(name, "tool_loop") {
+			ex.truth = &engineTruth{Stream: ex.stream, PromptTokens: 10, CachedTokens: 4, Generated: 3, Requests: [][3]float64{{100, 100.25, 100.35}}}
+		}
+		out = append(out, ex)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// TestLlamaSwapEndpoints is TestLlamaSwapRecordsTheTruth for /v1/responses
+// and /v1/messages: each endpoints fixture's patched Responses and
+// Messages bodies (full and streamed, cut short, no stats, a tool loop)
+// go through llama-swap, which reads a Responses stream's usage from
+// response.usage and a Messages stream's from message_start's
+// message.usage and message_delta's usage, and the timings from any
+// data: line; each row must hold the truth of the engine behind it.
+func TestLlamaSwapEndpoints(t *testing.T) {
+	py := requireTool(t, "python3")
+	testtree.RequirePythonModule(t, py, "pydantic")
+	o := llamaSwapOracle(t)
+	for _, fx := range endpointFixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			t.Parallel()
+			exs := endpointExchanges(t, drivePatchedEndpoints(t, py, fx))
+			paths := map[string]bool{}
+			for _, ex := range exs {
+				paths[ex.path] = true
+				row, wall := o.record(t, "endpoints/"+fx.name+"/"+ex.name, ex)
+				if ex.truth == nil {
+					checkNoSpeeds(t, ex.name, row)
+					continue
+				}
+				checkRow(t, ex.name, row, ex.truth.want(), wall)
+			}
+			if !paths["/v1/responses"] || paths["/v1/messages"] != (fx.messages != "") {
+				t.Errorf("endpoints driven: %v", paths)
+			}
+		})
+	}
+}
+
+// TestLlamaSwapMessagesUsage records, with the oracle, how llama-swap
+// reads a /v1/messages answer, the Anthropic usage of vLLM 0.26 on with
+// --enable-prompt-tokens-details: 50 prompt tokens, 32 read from the
+// prefix cache, 16 evaluated and written to it, 2 evaluated after the last
+// whole block, so input_tokens is 2. With timings its row holds the truth
+// (18 evaluated, 32 cached), whatever usage says. Without them (stats off)
+// its extractUsageTokens takes input_tokens as the input: 2, neither the
+// whole prompt it shows for chat and Responses nor the 18 evaluated.
+// docs/llama-swap.md has a fix; should llama-swap take it, this test says
+// so.
+func TestLlamaSwapMessagesUsage(t *testing.T) {
+	o := llamaSwapOracle(t)
+	usage := `{"input_tokens":2,"output_tokens":8,"cache_read_input_tokens":32,"cache_creation_input_tokens":16}`
+	message := func(timings string) json.RawMessage {
+		return json.RawMessage(`{"id":"msg-1","type":"message","role":"assistant","content":[{"type":"text","text":"t"}],"model":"fixture","stop_reason":"end_turn","stop_sequence":null,"usage":` + usage + timings + `}`)
+	}
+	// scheduled at 0, first token at 0.25 s, the 8th at 0.6 s.
+	const timings = `,"timings":{"prompt_n":18,"prompt_ms":250.0,"prompt_per_token_ms":13.88888888888889,"prompt_per_second":72.0,"predicted_n":8,"predicted_ms":350.0,"predicted_per_token_ms":43.75,"predicted_per_second":22.857142857142858,"cache_n":32}`
+	truth := &engineTruth{PromptTokens: 50, CachedTokens: 32, Generated: 8, Requests: [][3]float64{{0, 0.25, 0.6}}}
+	stream := func(timings string) []json.RawMessage {
+		return []json.RawMessage{
+			json.RawMessage(`{"type":"message_start","message":{"id":"msg-1","type":"message","role":"assistant","content":[],"model":"fixture","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":50,"output_tokens":0}}}`),
+			json.RawMessage(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+			json.RawMessage(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"t"}}`),
+			json.RawMessage(`{"type":"content_block_stop","index":0}`),
+			json.RawMessage(`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":` + usage + timings + `}`),
+			json.RawMessage(`{"type":"message_stop"}`),
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		ex    exchange
+		timed bool
+	}{
+		{"full", exchange{path: "/v1/messages", bodies: []json.RawMessage{message(timings)}}, true},
+		{"stream", exchange{path: "/v1/messages", stream: true, bodies: stream(timings)}, true},
+		{"full no timings", exchange{path: "/v1/messages", bodies: []json.RawMessage{message("")}}, false},
+		{"stream no timings", exchange{path: "/v1/messages", stream: true, bodies: stream("")}, false},
+	} {
+		row, wall := o.record(t, "messages-usage/"+tc.name, tc.ex)
+		if tc.timed {
+			checkRow(t, tc.name, row, truth.want(), wall)
+			continue
+		}
+		if row.Tokens.Input != 2 || row.Tokens.Cached != 32 || row.Tokens.Output != 8 {
+			t.Errorf("%s: llama-swap shows input %d, cached %d, output %d; expected Anthropic's input_tokens (2), 32 and 8 (docs/llama-swap.md's fix would show 50)",
+				tc.name, row.Tokens.Input, row.Tokens.Cached, row.Tokens.Output)
+		}
+		checkNoSpeeds(t, tc.name, row)
+	}
+}
+
 // TestLlamaSwapWithoutTheFix shows, with the same oracle, why the patch
 // clears vLLM's time_to_first_token_ms and mean_itl_ms where it adds
 // timings (docs/llama-swap.md): on a cache hit, the two alternatives give
@@ -439,15 +564,19 @@ func TestLlamaSwapLevel2(t *testing.T) {
 			t.Fatal(err)
 		}
 		var run struct {
-			Patched    bool   `json:"patched"`
-			PerRequest bool   `json:"per_request_metrics"`
-			VLLM       string `json:"vllm"`
-			Scenarios  map[string]struct {
-				Kind   string            `json:"kind"`
-				Body   json.RawMessage   `json:"body"`
-				Events []json.RawMessage `json:"events"`
-			} `json:"scenarios"`
-			Truth map[string]*engineTruth `json:"truth"`
+			Patched    bool                    `json:"patched"`
+			PerRequest bool                    `json:"per_request_metrics"`
+			VLLM       string                  `json:"vllm"`
+			Scenarios  map[string]level2Body   `json:"scenarios"`
+			Truth      map[string]*engineTruth `json:"truth"`
+			// /v1/responses and /v1/messages, with the timings each
+			// must get (null without stats).
+			Endpoints     map[string]level2Body `json:"endpoints"`
+			EndpointTruth map[string]struct {
+				Path    string             `json:"path"`
+				Stream  bool               `json:"stream"`
+				Timings map[string]float64 `json:"timings"`
+			} `json:"endpoint_truth"`
 		}
 		if err := json.Unmarshal(raw, &run); err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -488,7 +617,54 @@ func TestLlamaSwapLevel2(t *testing.T) {
 			t.Logf("vLLM %s, %s: %-36s input %4d cached %4d prompt %8.2f t/s gen %8.2f t/s duration %4d ms", run.VLLM, mode, name,
 				row.Tokens.Input, row.Tokens.Cached, row.Tokens.PromptPerSecond, row.Tokens.TokensPerSecond, row.DurationMs)
 		}
+		if len(run.Endpoints) == 0 {
+			t.Fatalf("%s: no /v1/responses or /v1/messages scenarios", f)
+		}
+		names = names[:0]
+		for name := range run.Endpoints {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			sc, tr := run.Endpoints[name], run.EndpointTruth[name]
+			if sc.Kind == "absent" {
+				continue
+			}
+			if tr.Path == "" {
+				t.Fatalf("%s: no truth for %q", f, name)
+			}
+			ex := exchange{name: name, path: tr.Path, stream: sc.Kind == "stream", bodies: sc.Events}
+			if ex.stream != tr.Stream {
+				t.Fatalf("%s: %q is kind %s, its truth says stream=%v", f, name, sc.Kind, tr.Stream)
+			}
+			if !ex.stream {
+				ex.bodies = []json.RawMessage{sc.Body}
+			}
+			if tr.Timings != nil {
+				ex.truth = &engineTruth{Timings: tr.Timings}
+			}
+			row, wall := o.record(t, f+"/"+name, ex)
+			if ex.truth == nil {
+				checkNoSpeeds(t, "vLLM "+run.VLLM+" "+name, row)
+				continue
+			}
+			mode := "metrics off"
+			if run.PerRequest {
+				mode = "metrics on "
+			}
+			checkRow(t, "vLLM "+run.VLLM+" ("+mode+") "+name, row, ex.truth.want(), wall)
+			t.Logf("vLLM %s, %s: %-36s input %4d cached %4d prompt %8.2f t/s gen %8.2f t/s duration %4d ms", run.VLLM, mode, name,
+				row.Tokens.Input, row.Tokens.Cached, row.Tokens.PromptPerSecond, row.Tokens.TokensPerSecond, row.DurationMs)
+		}
 	}
+}
+
+// level2Body is one scenario's answer in level2.py's output: a full body,
+// or a stream's events.
+type level2Body struct {
+	Kind   string            `json:"kind"`
+	Body   json.RawMessage   `json:"body"`
+	Events []json.RawMessage `json:"events"`
 }
 
 // driveJob is one run of drive_serving.py: a fresh copy of a fixture,

@@ -564,3 +564,30 @@ func BenchmarkOpenFixture(b *testing.B) {
 		}
 	}
 }
+// noNewPyflakesIn checks one patched site: pyflakes finds on each file of
+// orig (rel → original content, written to a temporary directory) what it
+// found before, and nothing on the module; two pyflakes runs.
+func noNewPyflakesIn(t *testing.T, site string, orig map[string]string) {
+	t.Helper()
+	tmp := t.TempDir()
+	var before, after []string
+	for rel, content := range orig {
+		p := filepath.Join(tmp, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, content)
+		before = append(before, p)
+		after = append(after, filepath.Join(site, rel))
+	}
+	was := pyflakesFindings(t, before...)
+	is := pyflakesFindings(t, append(after, filepath.Join(site, module))...)
+	for rel := range orig {
+		if diff := cmp.Diff(was[filepath.Join(tmp, filepath.FromSlash(rel))], is[filepath.Join(site, rel)]); diff != "" {
+			t.Errorf("pyflakes findings on %s changed (-before +after):\n%s", rel, diff)
+		}
+	}
+	if f := is[filepath.Join(site, module)]; len(f) > 0 {
+		t.Errorf("pyflakes on %s: %v", module, f)
+	}
+}

@@ -22,7 +22,128 @@ var (
 func embeddedSets() []*spec.PatchSet {
 	return []*spec.PatchSet{
 		&spec.PatchSet{
+			Name:        "messages-module",
+			Part:        "messages",
+			Description: "timings for /v1/messages, copied from the chat completion it runs (anthropic/serving_messages.py)",
+			Covers: []string{
+				"v0.11.1",
+				"v0.11.2",
+				"v0.12.0",
+				"v0.13.0",
+				"v0.14.0",
+				"v0.14.1",
+			},
+			Source:   "embedded:messages.hcl",
+			Embedded: true,
+			Files: []spec.File{
+				spec.File{
+					Path:   "vllm/_llamacpp_timings.py",
+					Create: asset("llamacpp_timings.py"),
+					Range:  hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 21, Column: 3, Byte: 1132}, End: hcl.Pos{Line: 21, Column: 35, Byte: 1164}},
+				},
+				spec.File{
+					Path: "vllm/entrypoints/anthropic/serving_messages.py",
+					Edits: []spec.Edit{
+						spec.Edit{
+							Name: "import",
+							Anchor: pysrc.Anchor{
+								At: "after_imports",
+							},
+							Code:      "from vllm import _llamacpp_timings\n",
+							Range:     hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 26, Column: 5, Byte: 1278}, End: hcl.Pos{Line: 26, Column: 18, Byte: 1291}},
+							CodeRange: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 28, Column: 7, Byte: 1329}, End: hcl.Pos{Line: 28, Column: 50, Byte: 1372}},
+						},
+						spec.Edit{
+							Name: "full-message",
+							Anchor: pysrc.Anchor{
+								Scope: "AnthropicServingMessages.messages_full_converter",
+								Match: "return result",
+								At:    "before",
+							},
+							Code:      "result = _llamacpp_timings.attach_message(result, generator)\n",
+							Range:     hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 31, Column: 5, Byte: 1384}, End: hcl.Pos{Line: 31, Column: 24, Byte: 1403}},
+							CodeRange: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 35, Column: 7, Byte: 1530}, End: hcl.Pos{Line: 35, Column: 77, Byte: 1600}},
+						},
+						spec.Edit{
+							Name: "stream-message-delta",
+							Anchor: pysrc.Anchor{
+								Scope:    "AnthropicServingMessages.message_stream_converter",
+								Match:    "chunk = AnthropicStreamEvent(",
+								Contains: "\"message_delta\"",
+								At:       "after",
+							},
+							Code:      "chunk = _llamacpp_timings.attach_message_delta(chunk, origin_chunk)\n",
+							Range:     hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 38, Column: 5, Byte: 1612}, End: hcl.Pos{Line: 38, Column: 32, Byte: 1639}},
+							CodeRange: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 43, Column: 7, Byte: 1828}, End: hcl.Pos{Line: 43, Column: 87, Byte: 1908}},
+						},
+					},
+					Range: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 25, Column: 3, Byte: 1218}, End: hcl.Pos{Line: 25, Column: 56, Byte: 1271}},
+				},
+			},
+			Range: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 16, Column: 1, Byte: 874}, End: hcl.Pos{Line: 16, Column: 27, Byte: 900}},
+		},
+		&spec.PatchSet{
+			Name:        "messages-package",
+			Part:        "messages",
+			Description: "timings for /v1/messages, copied from the chat completion it runs (anthropic/serving.py)",
+			Covers: []string{
+				"v0.15.0 to v0.25.1 (every release)",
+				"0.26.0 to 0.34.0 (PyPI)",
+				"nightly-07351e088",
+				"nightly-1acd67a",
+			},
+			Source:   "embedded:messages.hcl",
+			Embedded: true,
+			Files: []spec.File{
+				spec.File{
+					Path:   "vllm/_llamacpp_timings.py",
+					Create: asset("llamacpp_timings.py"),
+					Range:  hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 53, Column: 3, Byte: 2211}, End: hcl.Pos{Line: 53, Column: 35, Byte: 2243}},
+				},
+				spec.File{
+					Path: "vllm/entrypoints/anthropic/serving.py",
+					Edits: []spec.Edit{
+						spec.Edit{
+							Name: "import",
+							Anchor: pysrc.Anchor{
+								At: "after_imports",
+							},
+							Code:      "from vllm import _llamacpp_timings\n",
+							Range:     hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 58, Column: 5, Byte: 2348}, End: hcl.Pos{Line: 58, Column: 18, Byte: 2361}},
+							CodeRange: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 60, Column: 7, Byte: 2399}, End: hcl.Pos{Line: 60, Column: 50, Byte: 2442}},
+						},
+						spec.Edit{
+							Name: "full-message",
+							Anchor: pysrc.Anchor{
+								Scope: "AnthropicServingMessages.messages_full_converter",
+								Match: "return result",
+								At:    "before",
+							},
+							Code:      "result = _llamacpp_timings.attach_message(result, generator)\n",
+							Range:     hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 63, Column: 5, Byte: 2454}, End: hcl.Pos{Line: 63, Column: 24, Byte: 2473}},
+							CodeRange: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 67, Column: 7, Byte: 2600}, End: hcl.Pos{Line: 67, Column: 77, Byte: 2670}},
+						},
+						spec.Edit{
+							Name: "stream-message-delta",
+							Anchor: pysrc.Anchor{
+								Scope:    "AnthropicServingMessages.message_stream_converter",
+								Match:    "chunk = AnthropicStreamEvent(",
+								Contains: "\"message_delta\"",
+								At:       "after",
+							},
+							Code:      "chunk = _llamacpp_timings.attach_message_delta(chunk, origin_chunk)\n",
+							Range:     hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 70, Column: 5, Byte: 2682}, End: hcl.Pos{Line: 70, Column: 32, Byte: 2709}},
+							CodeRange: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 75, Column: 7, Byte: 2898}, End: hcl.Pos{Line: 75, Column: 87, Byte: 2978}},
+						},
+					},
+					Range: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 57, Column: 3, Byte: 2297}, End: hcl.Pos{Line: 57, Column: 47, Byte: 2341}},
+				},
+			},
+			Range: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 48, Column: 1, Byte: 1922}, End: hcl.Pos{Line: 48, Column: 28, Byte: 1949}},
+		},
+		&spec.PatchSet{
 			Name:        "openai-modules-v0.10",
+			Part:        "chat",
 			Description: "timings for /v1/chat/completions and /v1/completions (serving_chat.py, serving_completion.py), and the request's stats passed on by the v1 output processor",
 			Covers: []string{
 				"v0.10.0",
@@ -222,6 +343,7 @@ func embeddedSets() []*spec.PatchSet {
 		},
 		&spec.PatchSet{
 			Name:        "openai-modules",
+			Part:        "chat",
 			Description: "timings for /v1/chat/completions and /v1/completions (serving_chat.py, serving_completion.py)",
 			Covers: []string{
 				"v0.11.1",
@@ -400,6 +522,7 @@ func embeddedSets() []*spec.PatchSet {
 		},
 		&spec.PatchSet{
 			Name:        "openai-packages",
+			Part:        "chat",
 			Description: "timings for /v1/chat/completions and /v1/completions (chat_completion/ and completion/ packages)",
 			Covers: []string{
 				"v0.15.0 to v0.25.1 (every release)",
@@ -561,6 +684,7 @@ func embeddedSets() []*spec.PatchSet {
 		},
 		&spec.PatchSet{
 			Name:        "openai-packages-raw-stream",
+			Part:        "chat",
 			Description: "timings for /v1/chat/completions and /v1/completions (packages; the chat stream in chat_completion_stream_generator_raw)",
 			Covers: []string{
 				"0.33.0",
@@ -717,6 +841,306 @@ func embeddedSets() []*spec.PatchSet {
 				},
 			},
 			Range: hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 111, Column: 1, Byte: 4471}, End: hcl.Pos{Line: 111, Column: 38, Byte: 4508}},
+		},
+		&spec.PatchSet{
+			Name:        "responses-v0.10.0",
+			Part:        "responses",
+			Description: "timings for /v1/responses, non-streamed only (serving_responses.py, one engine request per call)",
+			Covers: []string{
+				"v0.10.0",
+			},
+			Source:   "embedded:responses.hcl",
+			Embedded: true,
+			Files: []spec.File{
+				spec.File{
+					Path:   "vllm/_llamacpp_timings.py",
+					Create: asset("llamacpp_timings.py"),
+					Range:  hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 26, Column: 3, Byte: 1481}, End: hcl.Pos{Line: 26, Column: 35, Byte: 1513}},
+				},
+				spec.File{
+					Path: "vllm/entrypoints/openai/serving_responses.py",
+					Edits: []spec.Edit{
+						spec.Edit{
+							Name: "import",
+							Anchor: pysrc.Anchor{
+								At: "after_imports",
+							},
+							Code:      "from vllm import _llamacpp_timings\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 31, Column: 5, Byte: 1625}, End: hcl.Pos{Line: 31, Column: 18, Byte: 1638}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 33, Column: 7, Byte: 1676}, End: hcl.Pos{Line: 33, Column: 50, Byte: 1719}},
+						},
+						spec.Edit{
+							Name: "full-response",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServingResponses.responses_full_generator",
+								Match: "response = ResponsesResponse.from_request(",
+								At:    "after",
+							},
+							Code:      "_llamacpp_timings.attach_response_output(response, final_res)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 43, Column: 5, Byte: 1993}, End: hcl.Pos{Line: 43, Column: 25, Byte: 2013}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 47, Column: 7, Byte: 2167}, End: hcl.Pos{Line: 47, Column: 78, Byte: 2238}},
+						},
+					},
+					Requires: []spec.Require{
+						spec.Require{
+							Name: "single-request",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServingResponses.responses_full_generator",
+								Match: "final_res = res",
+							},
+							Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 38, Column: 5, Byte: 1859}, End: hcl.Pos{Line: 38, Column: 29, Byte: 1883}},
+						},
+					},
+					Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 30, Column: 3, Byte: 1567}, End: hcl.Pos{Line: 30, Column: 54, Byte: 1618}},
+				},
+			},
+			Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 21, Column: 1, Byte: 1276}, End: hcl.Pos{Line: 21, Column: 29, Byte: 1304}},
+		},
+		&spec.PatchSet{
+			Name:        "responses-modules",
+			Part:        "responses",
+			Description: "timings for /v1/responses (serving_responses.py; the engine requests in OpenAIServing._generate_with_builtin_tools, serving_engine.py)",
+			Covers: []string{
+				"v0.10.1",
+				"v0.10.1.1",
+				"v0.10.2",
+				"v0.11.0",
+				"v0.11.1",
+				"v0.11.2",
+				"v0.12.0",
+				"v0.13.0",
+				"v0.14.0",
+				"v0.14.1",
+			},
+			Source:   "embedded:responses.hcl",
+			Embedded: true,
+			Files: []spec.File{
+				spec.File{
+					Path:   "vllm/_llamacpp_timings.py",
+					Create: asset("llamacpp_timings.py"),
+					Range:  hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 57, Column: 3, Byte: 2596}, End: hcl.Pos{Line: 57, Column: 35, Byte: 2628}},
+				},
+				spec.File{
+					Path: "vllm/entrypoints/openai/serving_engine.py",
+					Edits: []spec.Edit{
+						spec.Edit{
+							Name: "import",
+							Anchor: pysrc.Anchor{
+								At: "after_imports",
+							},
+							Code:      "from vllm import _llamacpp_timings\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 62, Column: 5, Byte: 2737}, End: hcl.Pos{Line: 62, Column: 18, Byte: 2750}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 64, Column: 7, Byte: 2788}, End: hcl.Pos{Line: 64, Column: 50, Byte: 2831}},
+						},
+						spec.Edit{
+							Name: "observe-turn",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServing._generate_with_builtin_tools",
+								Match: "async for res in generator:",
+								At:    "body_start",
+							},
+							Code:      "_llamacpp_timings.observe_turn(context, res)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 67, Column: 5, Byte: 2843}, End: hcl.Pos{Line: 67, Column: 24, Byte: 2862}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 71, Column: 7, Byte: 3001}, End: hcl.Pos{Line: 71, Column: 61, Byte: 3055}},
+						},
+					},
+					Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 61, Column: 3, Byte: 2682}, End: hcl.Pos{Line: 61, Column: 51, Byte: 2730}},
+				},
+				spec.File{
+					Path: "vllm/entrypoints/openai/serving_responses.py",
+					Edits: []spec.Edit{
+						spec.Edit{
+							Name: "import",
+							Anchor: pysrc.Anchor{
+								At: "after_imports",
+							},
+							Code:      "from vllm import _llamacpp_timings\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 76, Column: 5, Byte: 3127}, End: hcl.Pos{Line: 76, Column: 18, Byte: 3140}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 78, Column: 7, Byte: 3178}, End: hcl.Pos{Line: 78, Column: 50, Byte: 3221}},
+						},
+						spec.Edit{
+							Name: "full-response",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServingResponses.responses_full_generator",
+								Match: "response = ResponsesResponse.from_request(",
+								At:    "after",
+							},
+							Code:      "if not request.stream:\n    _llamacpp_timings.attach_response(response, context)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 81, Column: 5, Byte: 3233}, End: hcl.Pos{Line: 81, Column: 25, Byte: 3253}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 85, Column: 7, Byte: 3407}, End: hcl.Pos{Line: 88, Column: 9, Byte: 3525}},
+						},
+						spec.Edit{
+							Name: "stream-terminal-event",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServingResponses.responses_stream_generator",
+								Regex: regexp.MustCompile("^def (_send_event|_increment_sequence_number_and_return)\\("),
+								At:    "body_start",
+							},
+							Code:      "_llamacpp_timings.attach_response_event(event, context)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 91, Column: 5, Byte: 3537}, End: hcl.Pos{Line: 91, Column: 33, Byte: 3565}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 95, Column: 7, Byte: 3743}, End: hcl.Pos{Line: 95, Column: 72, Byte: 3808}},
+						},
+					},
+					Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 75, Column: 3, Byte: 3069}, End: hcl.Pos{Line: 75, Column: 54, Byte: 3120}},
+				},
+			},
+			Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 52, Column: 1, Byte: 2252}, End: hcl.Pos{Line: 52, Column: 29, Byte: 2280}},
+		},
+		&spec.PatchSet{
+			Name:        "responses-engine",
+			Part:        "responses",
+			Description: "timings for /v1/responses (responses/serving.py; the engine requests in OpenAIServing._generate_with_builtin_tools, engine/serving.py)",
+			Covers: []string{
+				"v0.15.0",
+				"v0.15.1",
+				"v0.16.0",
+				"v0.17.0",
+				"v0.17.1",
+				"v0.18.0",
+				"v0.18.1",
+			},
+			Source:   "embedded:responses.hcl",
+			Embedded: true,
+			Files: []spec.File{
+				spec.File{
+					Path:   "vllm/_llamacpp_timings.py",
+					Create: asset("llamacpp_timings.py"),
+					Range:  hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 105, Column: 3, Byte: 4130}, End: hcl.Pos{Line: 105, Column: 35, Byte: 4162}},
+				},
+				spec.File{
+					Path: "vllm/entrypoints/openai/engine/serving.py",
+					Edits: []spec.Edit{
+						spec.Edit{
+							Name: "import",
+							Anchor: pysrc.Anchor{
+								At: "after_imports",
+							},
+							Code:      "from vllm import _llamacpp_timings\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 110, Column: 5, Byte: 4271}, End: hcl.Pos{Line: 110, Column: 18, Byte: 4284}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 112, Column: 7, Byte: 4322}, End: hcl.Pos{Line: 112, Column: 50, Byte: 4365}},
+						},
+						spec.Edit{
+							Name: "observe-turn",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServing._generate_with_builtin_tools",
+								Match: "async for res in generator:",
+								At:    "body_start",
+							},
+							Code:      "_llamacpp_timings.observe_turn(context, res)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 115, Column: 5, Byte: 4377}, End: hcl.Pos{Line: 115, Column: 24, Byte: 4396}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 119, Column: 7, Byte: 4535}, End: hcl.Pos{Line: 119, Column: 61, Byte: 4589}},
+						},
+					},
+					Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 109, Column: 3, Byte: 4216}, End: hcl.Pos{Line: 109, Column: 51, Byte: 4264}},
+				},
+				spec.File{
+					Path: "vllm/entrypoints/openai/responses/serving.py",
+					Edits: []spec.Edit{
+						spec.Edit{
+							Name: "import",
+							Anchor: pysrc.Anchor{
+								At: "after_imports",
+							},
+							Code:      "from vllm import _llamacpp_timings\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 124, Column: 5, Byte: 4661}, End: hcl.Pos{Line: 124, Column: 18, Byte: 4674}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 126, Column: 7, Byte: 4712}, End: hcl.Pos{Line: 126, Column: 50, Byte: 4755}},
+						},
+						spec.Edit{
+							Name: "full-response",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServingResponses.responses_full_generator",
+								Match: "response = ResponsesResponse.from_request(",
+								At:    "after",
+							},
+							Code:      "if not request.stream:\n    _llamacpp_timings.attach_response(response, context)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 129, Column: 5, Byte: 4767}, End: hcl.Pos{Line: 129, Column: 25, Byte: 4787}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 133, Column: 7, Byte: 4941}, End: hcl.Pos{Line: 136, Column: 9, Byte: 5059}},
+						},
+						spec.Edit{
+							Name: "stream-terminal-event",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServingResponses.responses_stream_generator",
+								Match: "def _increment_sequence_number_and_return(",
+								At:    "body_start",
+							},
+							Code:      "_llamacpp_timings.attach_response_event(event, context)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 139, Column: 5, Byte: 5071}, End: hcl.Pos{Line: 139, Column: 33, Byte: 5099}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 143, Column: 7, Byte: 5260}, End: hcl.Pos{Line: 143, Column: 72, Byte: 5325}},
+						},
+					},
+					Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 123, Column: 3, Byte: 4603}, End: hcl.Pos{Line: 123, Column: 54, Byte: 4654}},
+				},
+			},
+			Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 100, Column: 1, Byte: 3822}, End: hcl.Pos{Line: 100, Column: 28, Byte: 3849}},
+		},
+		&spec.PatchSet{
+			Name:        "responses-packages",
+			Part:        "responses",
+			Description: "timings for /v1/responses (responses/serving.py, which runs the engine requests itself)",
+			Covers: []string{
+				"v0.19.0 to v0.25.1 (every release)",
+				"0.26.0 to 0.34.0 (PyPI)",
+				"nightly-07351e088",
+				"nightly-1acd67a",
+			},
+			Source:   "embedded:responses.hcl",
+			Embedded: true,
+			Files: []spec.File{
+				spec.File{
+					Path:   "vllm/_llamacpp_timings.py",
+					Create: asset("llamacpp_timings.py"),
+					Range:  hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 153, Column: 3, Byte: 5630}, End: hcl.Pos{Line: 153, Column: 35, Byte: 5662}},
+				},
+				spec.File{
+					Path: "vllm/entrypoints/openai/responses/serving.py",
+					Edits: []spec.Edit{
+						spec.Edit{
+							Name: "import",
+							Anchor: pysrc.Anchor{
+								At: "after_imports",
+							},
+							Code:      "from vllm import _llamacpp_timings\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 158, Column: 5, Byte: 5774}, End: hcl.Pos{Line: 158, Column: 18, Byte: 5787}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 160, Column: 7, Byte: 5825}, End: hcl.Pos{Line: 160, Column: 50, Byte: 5868}},
+						},
+						spec.Edit{
+							Name: "observe-turn",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServingResponses._generate_with_builtin_tools",
+								Match: "async for res in generator:",
+								At:    "body_start",
+							},
+							Code:      "_llamacpp_timings.observe_turn(context, res)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 163, Column: 5, Byte: 5880}, End: hcl.Pos{Line: 163, Column: 24, Byte: 5899}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 167, Column: 7, Byte: 6047}, End: hcl.Pos{Line: 167, Column: 61, Byte: 6101}},
+						},
+						spec.Edit{
+							Name: "full-response",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServingResponses.responses_full_generator",
+								Match: "response = ResponsesResponse.from_request(",
+								At:    "after",
+							},
+							Code:      "if not request.stream:\n    _llamacpp_timings.attach_response(response, context)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 170, Column: 5, Byte: 6113}, End: hcl.Pos{Line: 170, Column: 25, Byte: 6133}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 174, Column: 7, Byte: 6287}, End: hcl.Pos{Line: 177, Column: 9, Byte: 6405}},
+						},
+						spec.Edit{
+							Name: "stream-terminal-event",
+							Anchor: pysrc.Anchor{
+								Scope: "OpenAIServingResponses.responses_stream_generator",
+								Match: "def _increment_sequence_number_and_return(",
+								At:    "body_start",
+							},
+							Code:      "_llamacpp_timings.attach_response_event(event, context)\n",
+							Range:     hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 180, Column: 5, Byte: 6417}, End: hcl.Pos{Line: 180, Column: 33, Byte: 6445}},
+							CodeRange: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 184, Column: 7, Byte: 6606}, End: hcl.Pos{Line: 184, Column: 72, Byte: 6671}},
+						},
+					},
+					Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 157, Column: 3, Byte: 5716}, End: hcl.Pos{Line: 157, Column: 54, Byte: 5767}},
+				},
+			},
+			Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 148, Column: 1, Byte: 5339}, End: hcl.Pos{Line: 148, Column: 30, Byte: 5368}},
 		},
 	}
 }

@@ -381,32 +381,178 @@ func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (exi
 	}
 }
 
-// Selection is the outcome of choosing a patch set for a tree.
+// Selection is the outcome of choosing a patch set for a tree: one per
+// part. Chosen, Why, Candidates, Err and Stale are the chat part's
+// (/v1/chat/completions and /v1/completions), which must fit; Parts are
+// the others, which this vLLM may not serve or, as a partial fit, may
+// serve without a set that fits.
 type Selection struct {
-	Chosen     *SetPlan   // nil when no set fits
+	Chosen     *SetPlan   // nil when no chat set fits
 	Why        string     // one line for the user
-	Candidates []*SetPlan // every set, in the order they were tried
-	// Err is why no set can be chosen although some fit (they disagree);
+	Candidates []*SetPlan // every chat set, in the order they were tried
+	// Err is why no set can be chosen although some fit (they disagree),
+	// or why the chosen sets of the parts cannot be applied together;
 	// status and revert still work on such a tree.
 	Err error
-	// Stale are files of other layouts that fit too but that the chosen
-	// set does not use: left behind by an upgrade.
+	// Stale are files of other layouts that fit too but that no chosen
+	// set uses: left behind by an upgrade (every part's).
 	Stale []string
+	Parts []*PartChoice
+	// merged is Chosen with the files of every other part's chosen set.
+	merged *SetPlan
 }
 
-// choose plans every set and picks the one to use: the user's sets first,
-// then the embedded ones; among sets that fit, identical results are fine
-// (the first is used). Embedded sets that fit and differ mean files of
-// several vLLM layouts are there (an upgrade left the old ones): the set
-// the manifest or the markers name wins, then the one whose files the
-// installed wheel's RECORD lists; the others' files are reported stale.
+// PartChoice is the outcome of choosing a patch set for one part.
+type PartChoice struct {
+	Part       string
+	Chosen     *SetPlan   // nil when none fits or the part is not served
+	Why        string     // one line for the user
+	Candidates []*SetPlan // the part's sets, in the order they were tried
+	Err        error      // as Selection.Err, for this part's sets
+	Stale      []string   // as Selection.Stale, for this part's sets
+}
+
+// Served reports whether this vLLM serves the part, as far as its sets can
+// tell: at least one of them finds every file it edits.
+func (c *PartChoice) Served() bool {
+	for _, p := range c.Candidates {
+		if p.Applicable {
+			return true
+		}
+	}
+	return false
+}
+
+// Unfit reports whether the part is served but gets no set: none fits,
+// or those that fit cannot be told apart (Err).
+func (c *PartChoice) Unfit() bool {
+	return c.Chosen == nil && (c.Err != nil || c.Served())
+}
+
+// Unfit lists the parts this vLLM serves but no set fits: a partial fit.
+func (s *Selection) Unfit() []*PartChoice {
+	var out []*PartChoice
+	for _, c := range s.Parts {
+		if c.Unfit() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Plans is the chosen set of every part, chat first: what the manifest
+// records.
+func (s *Selection) Plans() []*SetPlan {
+	if s.Chosen == nil {
+		return nil
+	}
+	out := []*SetPlan{s.Chosen}
+	for _, c := range s.Parts {
+		if c.Chosen != nil {
+			out = append(out, c.Chosen)
+		}
+	}
+	return out
+}
+
+// PartLabel names a part's endpoints for messages.
+func PartLabel(part string) string {
+	switch part {
+	case spec.DefaultPart:
+		return "/v1/chat/completions and /v1/completions"
+	case "responses":
+		return "/v1/responses"
+	case "messages":
+		return "/v1/messages"
+	}
+	return "part " + part
+}
+
+// partOrder is the order parts are chosen and reported in: chat, the
+// endpoints the embedded sets know, then any other in name order.
+func partOrder(parts []string) {
+	rank := map[string]int{spec.DefaultPart: 0, "responses": 1, "messages": 2}
+	sort.SliceStable(parts, func(i, j int) bool {
+		ri, oki := rank[parts[i]]
+		rj, okj := rank[parts[j]]
+		switch {
+		case oki && okj:
+			return ri < rj
+		case oki != okj:
+			return oki
+		}
+		return parts[i] < parts[j]
+	})
+}
+
+// choose plans every set and picks one per part, each part as one set was
+// always picked: the user's sets first, then the embedded ones; among
+// sets that fit, identical results are fine (the first is used).
+// Embedded sets that fit and differ mean files of several vLLM layouts
+// are there (an upgrade left the old ones): the set the manifest or the
+// markers name wins, then the one whose files the installed wheel's
+// RECORD lists; the others' files are reported stale. The chosen sets of
+// all parts are applied together, so they must not write one file
+// differently.
 func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection {
+	byPart := map[string][2][]*spec.PatchSet{}
+	parts := []string{spec.DefaultPart}
+	for i, group := range [][]*spec.PatchSet{lib.User, lib.Embedded} {
+		for _, s := range group {
+			g, ok := byPart[s.Part]
+			if !ok && s.Part != spec.DefaultPart {
+				parts = append(parts, s.Part)
+			}
+			g[i] = append(g[i], s)
+			byPart[s.Part] = g
+		}
+	}
+	partOrder(parts)
 	sel := &Selection{}
-	for _, group := range [][]*spec.PatchSet{lib.User, lib.Embedded} {
+	for _, part := range parts {
+		g := byPart[part]
+		c := chooseIn(part, g[0], g[1], snap, m, inst)
+		if part == spec.DefaultPart {
+			sel.Chosen, sel.Why, sel.Candidates, sel.Err, sel.Stale = c.Chosen, c.Why, c.Candidates, c.Err, c.Stale
+			continue
+		}
+		if c.Chosen == nil && c.Err == nil {
+			c.Why = unfitWhy(c)
+		}
+		sel.Parts = append(sel.Parts, c)
+	}
+	if sel.Chosen == nil || sel.Err != nil {
+		return sel
+	}
+	// Stale: every part's, except files some chosen set uses.
+	used := map[string]bool{}
+	for _, p := range sel.Plans() {
+		for _, f := range p.Set.Files {
+			used[f.Path] = true
+		}
+	}
+	var stale []string
+	for _, c := range append([]*PartChoice{{Stale: sel.Stale}}, sel.Parts...) {
+		for _, f := range c.Stale {
+			if !used[f] && !containsStr(stale, f) {
+				stale = append(stale, f)
+			}
+		}
+	}
+	sort.Strings(stale)
+	sel.Stale = stale
+	sel.merged, sel.Err = merge(sel)
+	return sel
+}
+
+// chooseIn picks the set of one part.
+func chooseIn(part string, user, embedded []*spec.PatchSet, snap snapshot, m *Manifest, inst *Install) *PartChoice {
+	c := &PartChoice{Part: part}
+	for _, group := range [][]*spec.PatchSet{user, embedded} {
 		var fit []*SetPlan
 		for _, s := range group {
 			p := planSet(s, snap)
-			sel.Candidates = append(sel.Candidates, p)
+			c.Candidates = append(c.Candidates, p)
 			if p.fits() {
 				fit = append(fit, p)
 			}
@@ -423,8 +569,9 @@ func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection 
 		chosen, how := fit[0], ""
 		if len(differ) > 0 {
 			if !fit[0].Set.Embedded {
-				sel.Err = &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("your patch sets %q (%s) and %q (%s) both fit this vLLM but would write different files", fit[0].Set.Name, fit[0].Set.Source, differ[0].Set.Name, differ[0].Set.Source), Hint: "Pass only one of them with --patchset, or make one's anchors specific to the version it was written for."}
-				return sel
+				c.Err = &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("your patch sets %q (%s) and %q (%s) both fit this vLLM but would write different files", fit[0].Set.Name, fit[0].Set.Source, differ[0].Set.Name, differ[0].Set.Source), Hint: "Pass only one of them with --patchset, or make one's anchors specific to the version it was written for."}
+				c.Why = "your patch sets disagree"
+				return c
 			}
 			chosen, how = chooseLayout(fit, snap, m, inst)
 			if chosen == nil {
@@ -432,8 +579,13 @@ func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection 
 				for _, p := range fit {
 					lines = append(lines, fmt.Sprintf("  %s: %s", p.Set.Name, strings.Join(editedFiles(p.Set), ", ")))
 				}
-				sel.Err = &exit.Error{Code: ExitLayouts, Msg: fmt.Sprintf("this vLLM holds the files of %d layouts, and each fits its own embedded patch set:\n%s\nOne layout is vLLM's; the other's files were left by an upgrade or a copy, and nothing (no vllm-timings markers, no manifest, no *.dist-info/RECORD) tells which", len(fit), strings.Join(lines, "\n")), Hint: "Remove the stale files (the layout your vLLM version does not have; ../shared docs list them), or reinstall vLLM. status and revert still work. Nothing was changed."}
-				return sel
+				what := ""
+				if part != spec.DefaultPart {
+					what = " for " + PartLabel(part)
+				}
+				c.Err = &exit.Error{Code: ExitLayouts, Msg: fmt.Sprintf("this vLLM holds the files of %d layouts%s, and each fits its own embedded patch set:\n%s\nOne layout is vLLM's; the other's files were left by an upgrade or a copy, and nothing (no vllm-timings markers, no manifest, no *.dist-info/RECORD) tells which", len(fit), what, strings.Join(lines, "\n")), Hint: "Remove the stale files (the layout your vLLM version does not have; ../shared docs list them), or reinstall vLLM. status and revert still work. Nothing was changed."}
+				c.Why = fmt.Sprintf("the files of %d layouts are there, and nothing tells which is installed", len(fit))
+				return c
 			}
 			own := map[string]bool{}
 			for _, f := range chosen.Set.Files {
@@ -444,27 +596,100 @@ func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection 
 				for _, f := range editedFiles(p.Set) {
 					if !own[f] && !seen[f] {
 						seen[f] = true
-						sel.Stale = append(sel.Stale, f)
+						c.Stale = append(c.Stale, f)
 					}
 				}
 			}
-			sort.Strings(sel.Stale)
+			sort.Strings(c.Stale)
 		}
-		sel.Chosen = chosen
+		c.Chosen = chosen
 		src := "embedded"
 		if !chosen.Set.Embedded {
 			src = chosen.Set.Source
 		}
-		sel.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", chosen.Set.Name, src, chosen.Anchors)
+		c.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", chosen.Set.Name, src, chosen.Anchors)
 		if same := len(fit) - 1 - len(differ); same > 0 {
-			sel.Why += fmt.Sprintf("; %d other %s with identical results", same, pluralWord(same, "set fits", "sets fit"))
+			c.Why += fmt.Sprintf("; %d other %s with identical results", same, pluralWord(same, "set fits", "sets fit"))
 		}
 		if how != "" {
-			sel.Why += "; " + how + "; stale files of another layout: " + strings.Join(sel.Stale, ", ")
+			c.Why += "; " + how + "; stale files of another layout: " + strings.Join(c.Stale, ", ")
 		}
-		return sel
+		return c
 	}
-	return sel
+	return c
+}
+
+// closest is the applicable candidate with the fewest failures, or nil.
+func closest(candidates []*SetPlan) *SetPlan {
+	var best *SetPlan
+	for _, c := range candidates {
+		if c.Applicable && (best == nil || len(c.Failures) < len(best.Failures)) {
+			best = c
+		}
+	}
+	return best
+}
+
+func unfitWhy(c *PartChoice) string {
+	best := closest(c.Candidates)
+	if best == nil {
+		return "not served by this vLLM: none of its patch sets finds the files it edits"
+	}
+	return fmt.Sprintf("no patch set fits; the closest, %q, matches %d of %d anchors", best.Set.Name, best.matched(), best.total())
+}
+
+// merge adds the files of every other part's chosen set to the chat set's
+// plan. A file two parts both write must come out the same (every set
+// creates vllm/_llamacpp_timings.py from the same module).
+func merge(sel *Selection) (*SetPlan, error) {
+	m := &SetPlan{Set: sel.Chosen.Set, Applicable: true, Anchors: sel.Chosen.Anchors}
+	m.Files = append(m.Files, sel.Chosen.Files...)
+	owner := map[string]string{}
+	for _, f := range m.Files {
+		owner[f.Path] = sel.Chosen.Set.Name
+	}
+	for _, c := range sel.Parts {
+		if c.Chosen == nil {
+			continue
+		}
+		m.Anchors += c.Chosen.Anchors
+	files:
+		for _, f := range c.Chosen.Files {
+			if other, ok := owner[f.Path]; ok {
+				for _, g := range m.Files {
+					if g.Path == f.Path && bytes.Equal(g.New, f.New) {
+						continue files
+					}
+				}
+				return nil, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q (%s) would write %s differently", other, c.Chosen.Set.Name, PartLabel(c.Part), f.Path),
+					Hint: "Sets of different parts must edit different files; move the edits of one part into its own file, or remove the set you passed with --patchset. Nothing was changed."}
+			}
+			owner[f.Path] = c.Chosen.Set.Name
+			m.Files = append(m.Files, f)
+		}
+	}
+	return m, nil
+}
+
+// partialError explains, for apply without --on-failure warn and for diff,
+// that some part this vLLM serves has no set that fits while chat has one.
+func partialError(lib *Library, inst *Install, unfit []*PartChoice) *exit.Error {
+	var msg strings.Builder
+	var labels []string
+	for _, c := range unfit {
+		labels = append(labels, PartLabel(c.Part))
+		best := closest(c.Candidates)
+		msg.WriteString(lib.render(best.Failures))
+		fmt.Fprintf(&msg, "vllm-timings: no patch set fits %s on vLLM %s; the closest, %q, fails as shown above (%s).\n", PartLabel(c.Part), inst.Version, best.Set.Name, plural(len(best.Failures), "problem"))
+	}
+	which := strings.Join(labels, " and ")
+	verb := "does"
+	if len(labels) > 1 {
+		verb = "do"
+	}
+	fmt.Fprintf(&msg, "vllm-timings: %s fit, %s %s not: nothing was changed", PartLabel(spec.DefaultPart), which, verb)
+	return &exit.Error{Code: ExitPartial, Msg: msg.String(),
+		Hint: fmt.Sprintf("Pass --on-failure warn to apply the parts that fit (%s then gets no timings), or run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.", which)}
 }
 
 // chooseLayout picks, among embedded sets that fit and differ, the one the
@@ -584,12 +809,7 @@ func samePlan(a, b *SetPlan) bool {
 // noFitError explains why no patch set fits, with the failures of the
 // closest applicable set (the one with the fewest failures).
 func noFitError(lib *Library, inst *Install, sel *Selection) *exit.Error {
-	var best *SetPlan
-	for _, c := range sel.Candidates {
-		if c.Applicable && (best == nil || len(c.Failures) < len(best.Failures)) {
-			best = c
-		}
-	}
+	best := closest(sel.Candidates)
 	if best == nil {
 		var need []string
 		for _, c := range sel.Candidates {

@@ -15,6 +15,7 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
 
 // Options are what every command that touches vLLM shares.
@@ -32,6 +33,11 @@ type Options struct {
 	// Python compiles the patched files before they are written: "" is
 	// python3 from PATH, "-" only the project's scanner.
 	Python string
+	// Partial lets Plan, and so Apply, Diff and ApplyOverlay, go ahead
+	// with the parts that fit when another part this vLLM serves fits no
+	// set (apply --on-failure warn). Without it that is an ExitPartial
+	// error. A chat part that does not fit is an error either way.
+	Partial bool
 	// Overlay, if set, is an overlay directory (apply --overlay) to look
 	// through: the session sees each module as Python will with the
 	// overlay on PYTHONPATH. Only for status; apply and revert with an
@@ -133,12 +139,26 @@ func (s *Session) read() error {
 	sel := choose(s.Library, s.clean, s.manifest, s.Install)
 	s.Sel = sel
 	s.Warnings = nil
-	if len(s.Library.User) > 0 && sel.Chosen != nil && sel.Chosen.Set.Embedded {
+	// Per part: the user's sets of a part whose chosen set is embedded
+	// fit nothing.
+	chosen := map[string]*SetPlan{spec.DefaultPart: sel.Chosen}
+	for _, c := range sel.Parts {
+		chosen[c.Part] = c.Chosen
+	}
+	for _, part := range append([]string{spec.DefaultPart}, partsOf(sel)...) {
+		c := chosen[part]
+		if c == nil || !c.Set.Embedded {
+			continue
+		}
 		var names []string
 		for _, u := range s.Library.User {
-			names = append(names, fmt.Sprintf("%q (%s)", u.Name, u.Source))
+			if u.Part == part {
+				names = append(names, fmt.Sprintf("%q (%s)", u.Name, u.Source))
+			}
 		}
-		s.Warnings = append(s.Warnings, fmt.Sprintf("your patch set %s fits nothing in this vLLM; the embedded %q is used instead. Run \"vllm-timings doctor --patchset ...\" to see why yours does not fit.", strings.Join(names, ", "), sel.Chosen.Set.Name))
+		if len(names) > 0 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("your patch set %s fits nothing in this vLLM; the embedded %q is used instead. Run \"vllm-timings doctor --patchset ...\" to see why yours does not fit.", strings.Join(names, ", "), c.Set.Name))
+		}
 	}
 	return nil
 }
@@ -192,16 +212,39 @@ func (s *Session) ensureLocked() (func(), error) {
 	return release, nil
 }
 
-// Plan returns the chosen set's plan, or an error that explains why no set
-// fits.
+func partsOf(sel *Selection) []string {
+	var out []string
+	for _, c := range sel.Parts {
+		out = append(out, c.Part)
+	}
+	return out
+}
+
+// Plan returns what apply writes: the chat set's plan with the files of
+// every other part's chosen set, or an error that explains why no chat
+// set fits, or (without Options.Partial) which served part fits none.
 func (s *Session) Plan() (*SetPlan, error) {
+	return s.plan(s.opts.Partial)
+}
+
+func (s *Session) plan(partial bool) (*SetPlan, error) {
 	if s.Sel.Err != nil {
 		return nil, s.Sel.Err
 	}
 	if s.Sel.Chosen == nil {
 		return nil, noFitError(s.Library, s.Install, s.Sel)
 	}
-	return s.Sel.Chosen, nil
+	if unfit := s.Sel.Unfit(); len(unfit) > 0 && !partial {
+		// A part whose sets disagree or whose layouts cannot be told
+		// apart says so with its own code (8, 35).
+		for _, c := range unfit {
+			if c.Err != nil {
+				return nil, c.Err
+			}
+		}
+		return nil, partialError(s.Library, s.Install, unfit)
+	}
+	return s.Sel.merged, nil
 }
 
 // legacyError refuses a tree the older scripts edited, unless --take-over.
@@ -277,7 +320,7 @@ func (s *Session) Apply() ([]string, error) {
 	if err := s.checkCompiles(changes); err != nil {
 		return nil, err
 	}
-	if err := s.write(changes, manifestFor([]*SetPlan{p}), StateApplying); err != nil {
+	if err := s.write(changes, manifestFor(s.Sel.Plans()), StateApplying); err != nil {
 		return nil, err
 	}
 	out := describe(changes, false)
@@ -546,6 +589,27 @@ type StatusReport struct {
 	Stale []string `json:"stale,omitempty"`
 	// Overlay is the overlay looked through, if any.
 	Overlay *OverlayView `json:"overlay,omitempty"`
+	// Parts are the parts besides chat (PatchSet, Why and Files cover the
+	// chosen sets of all parts together).
+	Parts []PartStatus `json:"parts,omitempty"`
+}
+
+// PartState says what a part other than chat is on this vLLM.
+type PartState string
+
+const (
+	PartFits      PartState = "fits"       // one of its sets is chosen
+	PartNotServed PartState = "not served" // none of its sets finds its files
+	PartUnfit     PartState = "no fit"     // its files exist, but no set's anchors all match (or several layouts' do)
+)
+
+// PartStatus is one part of Status.
+type PartStatus struct {
+	Part      string    `json:"part"`
+	Endpoints string    `json:"endpoints"`
+	State     PartState `json:"state"`
+	PatchSet  string    `json:"patchset,omitempty"`
+	Why       string    `json:"why"`
 }
 
 // Status reports, per target file, whether it is unpatched, patched,
@@ -570,7 +634,7 @@ func (s *Session) Status() *StatusReport {
 		}
 		r.Leftovers = append(r.Leftovers, filepath.ToSlash(rel))
 	}
-	p, err := s.Plan()
+	p, err := s.plan(true)
 	if err != nil {
 		r.Why = "no patch set fits"
 		r.State = Modified
@@ -590,6 +654,18 @@ func (s *Session) Status() *StatusReport {
 		return r
 	}
 	r.PatchSet, r.Why = p.Set.Name, s.Sel.Why
+	for _, c := range s.Sel.Parts {
+		ps := PartStatus{Part: c.Part, Endpoints: PartLabel(c.Part), Why: c.Why, State: PartFits}
+		switch {
+		case c.Chosen != nil:
+			ps.PatchSet = c.Chosen.Set.Name
+		case c.Unfit():
+			ps.State = PartUnfit
+		default:
+			ps.State = PartNotServed
+		}
+		r.Parts = append(r.Parts, ps)
+	}
 	counts := map[FileState]int{}
 	written := 0 // files the set writes; checked ones do not count
 	for _, f := range p.Files {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
 
 // Skeleton is a patch set for the user to adapt: the HCL text of c, one of
@@ -37,7 +38,11 @@ func (d *Diagnosis) Skeleton(c *SetPlan) ([]byte, error) {
 	}
 	version := d.Install.Version
 	r := &hclRewriter{src: src, base: blk.Range().Start.Byte}
-	r.replace(blk.LabelRanges[0], fmt.Sprintf("%q", skeletonName(version)))
+	name := skeletonName(version)
+	if c.Set.Part != spec.DefaultPart {
+		name += "-" + c.Set.Part // one skeleton per part can share a file
+	}
+	r.replace(blk.LabelRanges[0], fmt.Sprintf("%q", name))
 	desc := fmt.Sprintf("adapted from %q for vLLM %s (vllm-timings doctor)", c.Set.Name, version)
 	covers := fmt.Sprintf("[%q]", "vllm "+version)
 	attrs := blk.Body.Attributes

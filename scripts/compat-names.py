@@ -8,8 +8,10 @@ in a patched file, every name the block reads must be, in the function that
 holds it, a parameter or a name assigned on an earlier line (in any branch),
 or a module-level name or a builtin. py_compile and pyflakes cannot see a
 name that exists in the function but is only bound after the insertion, or
-one that a vLLM refactor renamed to a module global; this does. It reads
-the source only (ast), never imports it.
+one that a vLLM refactor renamed to a module global; this does. In a
+nested function, the names the enclosing functions bind before the nested
+def count too (the block reads them through the closure). It reads the
+source only (ast), never imports it.
 
 Prints one line per problem and exits 1 if there is any; prints nothing and
 exits 0 otherwise. Used by scripts/compat for its "names bound" column.
@@ -73,13 +75,16 @@ def blocks(lines):
             start = None
 
 
+def enclosing_functions(tree, line):
+    """The functions that hold line, innermost first."""
+    found = [n for n in ast.walk(tree)
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno <= line <= n.end_lineno]
+    return sorted(found, key=lambda n: n.lineno, reverse=True)
+
+
 def enclosing_function(tree, line):
-    best = None
-    for n in ast.walk(tree):
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno <= line <= n.end_lineno:
-            if best is None or n.lineno > best.lineno:
-                best = n
-    return best
+    found = enclosing_functions(tree, line)
+    return found[0] if found else None
 
 
 def check(path):
@@ -89,8 +94,11 @@ def check(path):
     globals_ = module_names(tree)
     problems = []
     for first, last in blocks(lines):
-        fn = enclosing_function(tree, first)
+        chain = enclosing_functions(tree, first)
+        fn = chain[0] if chain else None
         bound = bound_names(fn, first) if fn is not None else set()
+        for inner, outer in zip(chain, chain[1:]):
+            bound |= bound_names(outer, inner.lineno)
         comp_vars = set()
         for n in ast.walk(tree):
             line = getattr(n, "lineno", 0)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -56,24 +58,39 @@ func doctorRun(o *doctorOptions) error {
 	if err != nil {
 		return err
 	}
-	d := s.Diagnose()
-	d.WriteReport(o.out)
-	if d.Chosen != nil || len(d.Closest) == 0 {
+	// chat/completions first, then every other part: one report each, and a
+	// skeleton for each that this vLLM serves but no set fits.
+	var skels [][]byte
+	var from []string
+	for _, d := range append([]*patcher.Diagnosis{s.Diagnose()}, s.DiagnoseParts()...) {
+		d.WriteReport(o.out)
+		if d.Chosen != nil || d.NotServed() || len(d.Closest) == 0 {
+			continue
+		}
+		skel, err := d.Skeleton(d.Closest[0])
+		if err != nil {
+			return err
+		}
+		skels = append(skels, skel)
+		from = append(from, fmt.Sprintf("%q", d.Closest[0].Set.Name))
+	}
+	if len(skels) == 0 {
 		return nil
 	}
-	skel, err := d.Skeleton(d.Closest[0])
-	if err != nil {
-		return err
+	what := "a patch set"
+	if len(skels) > 1 {
+		what = "patch sets"
 	}
+	all := bytes.Join(skels, []byte("\n"))
 	if o.skeleton != "" {
-		if err := os.WriteFile(o.skeleton, skel, 0o644); err != nil {
+		if err := os.WriteFile(o.skeleton, all, 0o644); err != nil {
 			return &exit.Error{Code: patcher.ExitFS, Msg: fmt.Sprintf("cannot write the skeleton: %v", err), Err: err}
 		}
-		fmt.Fprintf(o.out, "\nWrote a patch set to adapt, from %q, to %s.\n", d.Closest[0].Set.Name, o.skeleton)
+		fmt.Fprintf(o.out, "\nWrote %s to adapt, from %s, to %s.\n", what, strings.Join(from, " and "), o.skeleton)
 		fmt.Fprintf(o.out, "Change the anchors its comments point at, then: vllm-timings apply --dry-run --patchset %s\n", o.skeleton)
 		return nil
 	}
-	fmt.Fprintf(o.out, "\nA patch set to adapt, from %q (save it, change the anchors its comments point at, then pass it with --patchset):\n\n", d.Closest[0].Set.Name)
-	_, err = o.out.Write(skel)
+	fmt.Fprintf(o.out, "\n%s to adapt, from %s (save it, change the anchors its comments point at, then pass it with --patchset):\n\n", strings.ToUpper(what[:1])+what[1:], strings.Join(from, " and "))
+	_, err = o.out.Write(all)
 	return err
 }

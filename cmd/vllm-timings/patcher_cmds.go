@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vllm-timings/vllm-timings/patcher"
+	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
 
 // warn prints the session's warnings.
@@ -46,15 +47,22 @@ func newCmdApply(out, errw io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Patch the installed vLLM so its responses carry timings",
-		Long: `Patch the installed vLLM so that /v1/chat/completions and /v1/completions
-responses carry a llama.cpp-style "timings" object.
+		Long: `Patch the installed vLLM so that /v1/chat/completions, /v1/completions,
+/v1/responses and /v1/messages responses carry a llama.cpp-style "timings"
+object.
 
 apply finds vLLM (--vllm-dir, $VLLM_DIR, --vllm-bin or the vllm program on
 $PATH followed to its interpreter's site-packages, $VIRTUAL_ENV,
 $CONDA_PREFIX, well-known install paths, then python3's
-importlib.util.find_spec), picks the patch set whose
-anchors all match the installed files, plans every edit in memory and then
-writes all files or none. Running it again on a patched tree writes nothing.
+importlib.util.find_spec), picks for each part (chat/completions,
+/v1/responses, /v1/messages) the patch set whose anchors all match the
+installed files, plans every edit in memory and then writes all files or
+none. Running it again on a patched tree writes nothing.
+
+Chat/completions must fit. A part this vLLM does not serve is skipped. A
+part it serves but no set fits is exit 29 with nothing written, or, with
+--on-failure warn, left without timings while the parts that fit are
+applied.
 
 Exit codes:
 ` + patcher.ExitCodes.Text(),
@@ -75,7 +83,7 @@ Exit codes:
 	}
 	o.register(cmd)
 	o.onFailure = "abort"
-	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem; warn: print it and exit 0 with nothing changed, so vLLM starts without timings")
+	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem; warn: print it and exit 0 (with nothing changed when chat/completions fit no set, so vLLM starts without timings; with the parts that fit applied when another part fits none)")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
 	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "remove the edits of the older patch_timings scripts exactly, then apply (revert then gives vLLM's own files)")
 	o.registerLock(cmd)
@@ -122,6 +130,9 @@ func afterFailure(err error) string {
 
 func applyDo(o *applyOptions) (string, error) {
 	opts := o.options()
+	// Under warn, a part other than chat that fits no set costs that part's
+	// timings only: the parts that fit are applied.
+	opts.Partial = o.onFailure == "warn"
 	// The overlay leaves the tree alone: no lock file, no manifest in it.
 	opts.Lock, opts.TakeOver = !o.dryRun && o.overlay == "", o.takeOver
 	s, err := patcher.Open(opts)
@@ -136,6 +147,13 @@ func applyDo(o *applyOptions) (string, error) {
 		return "", err
 	}
 	logf(o.out, "%s", s.Sel.Why)
+	for _, c := range s.Sel.Parts {
+		if c.Unfit() {
+			logf(o.err, "warning: %s gets no timings: %s; run \"vllm-timings doctor\" to see what moved (--on-failure warn)", patcher.PartLabel(c.Part), c.Why)
+			continue
+		}
+		logf(o.out, "%s: %s", patcher.PartLabel(c.Part), c.Why)
+	}
 	if o.overlay != "" {
 		return applyOverlay(o, s, p)
 	}
@@ -256,6 +274,9 @@ func statusRun(o *statusOptions) error {
 	fmt.Fprintf(o.out, "vLLM %s at %s (found via %s)\n", r.Version, r.VLLMDir, r.Via)
 	if r.PatchSet != "" {
 		fmt.Fprintf(o.out, "%s\n", r.Why)
+		for _, p := range r.Parts {
+			fmt.Fprintf(o.out, "%s: %s\n", p.Endpoints, p.Why)
+		}
 	}
 	if v := r.Overlay; v != nil {
 		fmt.Fprintf(o.out, "overlay: %s%s\n", v.Dir, from)
@@ -460,6 +481,9 @@ func patchsetsRun(o *patchsetsOptions) error {
 			origin = s.Source
 		}
 		fmt.Fprintf(o.out, "%s (%s)\n", s.Name, origin)
+		if s.Part != spec.DefaultPart {
+			fmt.Fprintf(o.out, "  part: %s (%s)\n", s.Part, patcher.PartLabel(s.Part))
+		}
 		if s.Description != "" {
 			fmt.Fprintf(o.out, "  %s\n", s.Description)
 		}

@@ -389,3 +389,227 @@ class StreamTracker:
             )
         except Exception:  # noqa: BLE001
             pass
+
+
+# ---------------------------------------------------------------------------
+# /v1/responses (OpenAI Responses API) and /v1/messages (Anthropic Messages
+# API). The same timings, on the bodies llama-swap reads there:
+#
+# * Responses: the non-streamed response object; in a stream, the terminal
+#   event (response.completed, or response.incomplete when the output was
+#   cut short), at the top level beside "type" and "response". Counts come
+#   from the response's usage: prompt_n + cache_n == input_tokens
+#   (cache_n = input_tokens_details.cached_tokens, which vLLM fills from
+#   RequestOutput.num_cached_tokens; before v0.10.1 usage has the chat
+#   fields prompt_tokens/completion_tokens and reports cached tokens only
+#   with --enable-prompt-tokens-details, so num_cached_tokens is used), and
+#   predicted_n == output_tokens. A response that took several engine
+#   requests (a built-in tool loop: gpt-oss/Harmony with browser, python or
+#   MCP tools) gets no timings: its turns run one after the other with tool
+#   calls in between, so no single interval measures prompt or generation
+#   speed, as vLLM itself says by dropping its own per-request metrics there.
+# * Messages: vLLM serves them through its chat completion code, which the
+#   chat part of the patch already gives timings; they are copied from the
+#   chat response (or the chat stream's final usage chunk) onto the message
+#   (or the message_delta event that carries the final usage). vLLM's
+#   Anthropic models do not allow extra fields, so the object is replaced by
+#   an equal one of a subclass that does.
+# ---------------------------------------------------------------------------
+
+import weakref
+
+__all__ += [
+    "observe_turn",
+    "attach_response",
+    "attach_response_output",
+    "attach_response_event",
+    "attach_message",
+    "attach_message_delta",
+]
+
+# One entry per live Responses conversation context: what observe_turn saw.
+_TURNS = weakref.WeakKeyDictionary()
+
+# The events that end a Responses stream and carry the final response.
+_TERMINAL_EVENTS = ("response.completed", "response.incomplete")
+
+
+class _Turns:
+    """The engine requests behind one Responses call: each request's stats
+    object (by identity), its cached-token count and draft counts."""
+
+    __slots__ = ("stats", "cached", "spec")
+
+    def __init__(self):
+        self.stats = {}
+        self.cached = {}
+        self.spec = {}
+
+    def add(self, output):
+        stats = getattr(output, "metrics", None)
+        key = id(stats) if stats is not None else None
+        if stats is not None:
+            self.stats[key] = stats
+        cached = _count(getattr(output, "num_cached_tokens", None))
+        if cached is not None:
+            self.cached[key] = cached
+        for choice in getattr(output, "outputs", None) or ():
+            spec = getattr(choice, "spec_decode_metrics", None)
+            if spec is not None:
+                self.spec[key] = spec
+
+
+def _get(obj, name):
+    """obj.name, or obj[name] for a dict; None when absent."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _response_counts(usage):
+    """(prompt, cached, predicted) from a Responses usage object or dict:
+    input_tokens/output_tokens (v0.10.1 on) or the chat-style
+    prompt_tokens/completion_tokens (v0.10.0). cached is None when usage
+    does not report it."""
+    prompt = _get(usage, "input_tokens")
+    predicted = _get(usage, "output_tokens")
+    details = _get(usage, "input_tokens_details")
+    if prompt is None:
+        prompt = _get(usage, "prompt_tokens")
+        predicted = _get(usage, "completion_tokens")
+        details = _get(usage, "prompt_tokens_details")
+    return _count(prompt), _count(_get(details, "cached_tokens")), _count(predicted)
+
+
+def _attach_response(target, response, turns):
+    """Set target.timings (the response itself, or the stream event that
+    carries it) from the engine requests in turns and the usage of
+    response, through _attach: a vLLM metrics object on target loses the
+    fields llama-swap would recompute speeds from, as on chat responses."""
+    if turns is None or len(turns.stats) != 1:
+        return  # stats off, or several engine requests (see above)
+    (key, stats), = turns.stats.items()
+    prompt, cached, predicted = _response_counts(_get(response, "usage"))
+    if prompt is None or predicted is None:
+        return
+    if cached is None:
+        cached = turns.cached.get(key)
+    spec = turns.spec.get(key)
+    drafts = _drafts([spec]) if spec is not None else None
+    _attach(target, stats, cached, prompt, predicted, drafts)
+
+
+def observe_turn(context, output):
+    """Record one RequestOutput of the engine requests behind a Responses
+    call; ``context`` is the call's ConversationContext."""
+    try:
+        turns = _TURNS.get(context)
+        if turns is None:
+            turns = _TURNS[context] = _Turns()
+        turns.add(output)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def attach_response(response, context):
+    """Set ``response.timings`` on a non-streamed ResponsesResponse from what
+    observe_turn saw for ``context`` and the response's own usage."""
+    try:
+        _attach_response(response, response, _TURNS.get(context))
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def attach_response_output(response, output):
+    """Set ``response.timings`` from the call's one final RequestOutput
+    (vLLM v0.10.0, whose Responses API runs exactly one engine request)."""
+    try:
+        turns = _Turns()
+        if output is not None:
+            turns.add(output)
+        _attach_response(response, response, turns)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def attach_response_event(event, context):
+    """Set ``event.timings`` when ``event`` ends a Responses stream; other
+    events pass untouched. Counts come from the usage of the final response
+    the event carries."""
+    try:
+        if _get(event, "type") not in _TERMINAL_EVENTS:
+            return
+        _attach_response(event, _get(event, "response"), _TURNS.get(context))
+    except Exception:  # noqa: BLE001
+        pass
+
+
+# Per pydantic model class, its subclass that allows extra fields.
+_EXTRA_CLASSES = {}
+
+# What a timings dict copied from the chat code must have.
+_TIMINGS_FIELDS = ("prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second", "predicted_n",
+                   "predicted_ms", "predicted_per_token_ms", "predicted_per_second", "cache_n")
+
+
+def _with_timings(obj, timings):
+    """``obj`` with ``timings`` as an extra field: itself when its model
+    allows extra fields, else an equal instance of a subclass that does
+    (same field values, same fields set, so every serialization is
+    unchanged but for timings, and isinstance checks still hold)."""
+    cls = type(obj)
+    config = getattr(cls, "model_config", None)
+    if not isinstance(config, dict):
+        return obj
+    if config.get("extra") == "allow":
+        obj.timings = timings
+        return obj
+    sub = _EXTRA_CLASSES.get(cls)
+    if sub is None:
+        sub = type(cls.__name__, (cls,), {
+            "model_config": dict(config, extra="allow"),
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+            "__doc__": cls.__doc__,
+        })
+        _EXTRA_CLASSES[cls] = sub
+    values = {name: getattr(obj, name) for name in cls.model_fields}
+    new = sub.model_construct(_fields_set=set(obj.model_fields_set), **values)
+    private = getattr(obj, "__pydantic_private__", None)
+    if private:
+        object.__setattr__(new, "__pydantic_private__", dict(private))
+    new.timings = timings
+    return new
+
+
+def _chat_timings(chat):
+    """The timings the chat part of the patch put on a chat response or
+    stream chunk (an attribute, or an extra field parsed from its JSON)."""
+    timings = getattr(chat, "timings", None)
+    if not isinstance(timings, dict) or not all(k in timings for k in _TIMINGS_FIELDS):
+        return None
+    return dict(timings)
+
+
+def attach_message(message, chat_response):
+    """The Anthropic message to send: ``message`` with the timings of the
+    ChatCompletionResponse it was converted from, or ``message`` itself
+    when that has none."""
+    try:
+        timings = _chat_timings(chat_response)
+        return message if timings is None else _with_timings(message, timings)
+    except Exception:  # noqa: BLE001
+        return message
+
+
+def attach_message_delta(event, chat_chunk):
+    """The message_delta event to send: ``event`` with the timings of the
+    chat stream's final usage chunk it was converted from, or ``event``
+    itself when that has none."""
+    try:
+        timings = _chat_timings(chat_chunk) if _get(event, "type") == "message_delta" else None
+        return event if timings is None else _with_timings(event, timings)
+    except Exception:  # noqa: BLE001
+        return event

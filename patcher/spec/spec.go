@@ -22,9 +22,14 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/pysrc"
 )
 
+// DefaultPart is the part a patch set patches unless it says otherwise:
+// /v1/chat/completions and /v1/completions.
+const DefaultPart = "chat"
+
 // PatchSet is one named, self-contained set of file edits.
 type PatchSet struct {
 	Name        string
+	Part        string // the endpoints it patches: DefaultPart, "responses", "messages", ...
 	Description string
 	Covers      []string // vLLM versions or images the set was written and checked for
 	Source      string   // where it came from: "embedded:NAME.hcl" or a file path
@@ -78,6 +83,7 @@ type rawFile struct {
 
 type rawPatchSet struct {
 	Name        string         `hcl:"name,label"`
+	Part        string         `hcl:"part,optional"`
 	Description string         `hcl:"description,optional"`
 	Covers      []string       `hcl:"covers,optional"`
 	Files       []rawFileBlock `hcl:"file,block"`
@@ -187,9 +193,14 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 func convert(r rawPatchSet, filename string) (*PatchSet, hcl.Diagnostics) {
 	b := newBlock(nil, r.DefRange)
 	errAt := b.errAt
-	ps := &PatchSet{Name: r.Name, Description: r.Description, Covers: r.Covers, Source: filename, Range: r.DefRange}
+	ps := &PatchSet{Name: r.Name, Part: r.Part, Description: r.Description, Covers: r.Covers, Source: filename, Range: r.DefRange}
 	if !nameRE.MatchString(r.Name) {
 		errAt(r.DefRange, "Invalid patch set name", fmt.Sprintf("%q: use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit.", r.Name))
+	}
+	if ps.Part == "" {
+		ps.Part = DefaultPart
+	} else if !nameRE.MatchString(ps.Part) {
+		errAt(r.DefRange, "Invalid part", fmt.Sprintf("part = %q in patch set %q: a part is a lower-case name, for example \"responses\" (leave it out for /v1/chat/completions and /v1/completions).", r.Part, r.Name))
 	}
 	if len(r.Files) == 0 {
 		errAt(r.DefRange, "Empty patch set", "Add at least one file block: file \"vllm/...\" { edit \"name\" { ... } }.")

@@ -45,6 +45,9 @@ func TestParseGood(t *testing.T) {
 		t.Fatalf("got %+v", sets)
 	}
 	s := sets[0]
+	if s.Part != DefaultPart {
+		t.Errorf("part = %q, want the default %q", s.Part, DefaultPart)
+	}
 	if c := s.Files[0].Create; c == nil || *c != "X = 1\n" {
 		t.Errorf("create = %v", c)
 	}
@@ -114,6 +117,17 @@ patchset "guarded" {
 
 // TestParseErrors: every mistake is a diagnostic at the right line, with a
 // summary and a detail that says what to do.
+func TestParsePart(t *testing.T) {
+	src := "patchset \"r\" {\n  part = \"responses\"\n  file \"vllm/a.py\" {\n    create = \"x\"\n  }\n}\n"
+	sets, diags := Parse("r.hcl", []byte(src), Assets{Builtin: fstest.MapFS{}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if sets[0].Part != "responses" {
+		t.Errorf("part = %q, want responses", sets[0].Part)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, src, summary, detail string
@@ -135,6 +149,7 @@ func TestParseErrors(t *testing.T) {
 		{"require with code", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    require \"r\" {\n      match = \"y\"\n      code = \"x\"\n    }\n  }\n}\n", "Unsupported argument", "code", 5},
 		{"require and create", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    create = \"x\"\n    require \"r\" {\n      match = \"y\"\n    }\n  }\n}\n", "Create and edit together", "not both", 2},
 		{"require name clash", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    edit \"e\" {\n      match = \"y\"\n      at = \"after\"\n      code = \"x\"\n    }\n    require \"e\" {\n      match = \"z\"\n    }\n  }\n}\n", "Duplicate edit name", "unique", 8},
+		{"bad part", "patchset \"x\" {\n  part = \"Responses API\"\n  file \"vllm/a.py\" {\n    create = \"x\"\n  }\n}\n", "Invalid part", "lower-case name", 1},
 		{"filter on after_imports", "patchset \"x\" {\n  file \"vllm/a.py\" {\n    edit \"e\" {\n      lacks = \"y\"\n      at = \"after_imports\"\n      code = \"x\"\n    }\n  }\n}\n", "Anchor takes no statement", "lacks", 3},
 	}
 	for _, tt := range tests {

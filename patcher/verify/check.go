@@ -96,16 +96,42 @@ func (t Timings) get(name string) (float64, bool) {
 	return v, ok
 }
 
-// Usage is the OpenAI usage object, as far as verify reads it.
+// Usage is an answer's usage in one meaning for every endpoint: the whole
+// prompt (cached tokens included), the generated tokens and the cached
+// ones. Each endpoint writes it its own way:
+//
+//	chat, completions  prompt_tokens, completion_tokens,
+//	                   prompt_tokens_details.cached_tokens
+//	/v1/responses      input_tokens (the whole prompt), output_tokens,
+//	                   input_tokens_details.cached_tokens (vLLM v0.10.0
+//	                   writes the chat names)
+//	/v1/messages       input_tokens + cache_read_input_tokens +
+//	                   cache_creation_input_tokens (Anthropic's input_tokens
+//	                   leaves out what the cache read and wrote; vLLM before
+//	                   v0.24 sends neither cache field and the whole prompt
+//	                   as input_tokens), output_tokens, cache_read_input_tokens
 type Usage struct {
 	PromptTokens     *int64 `json:"prompt_tokens,omitempty"`
 	CompletionTokens *int64 `json:"completion_tokens,omitempty"`
-	CachedTokens     *int64 `json:"cached_tokens,omitempty"` // prompt_tokens_details.cached_tokens
+	CachedTokens     *int64 `json:"cached_tokens,omitempty"` // prompt_tokens_details.cached_tokens, or the endpoint's own
+	// The names of the fields each count was read from, for messages;
+	// "" is the chat name.
+	promptName, completionName, cachedName string
 }
 
-// parseUsage reads a decoded usage object. Fields with the wrong type are
-// reported and left nil.
-func parseUsage(v any) (*Usage, []Finding) {
+func (u *Usage) names() (prompt, completion, cached string) {
+	or := func(s, def string) string {
+		if s == "" {
+			return def
+		}
+		return s
+	}
+	return or(u.promptName, "usage.prompt_tokens"), or(u.completionName, "usage.completion_tokens"), or(u.cachedName, "usage.prompt_tokens_details.cached_tokens")
+}
+
+// parseUsage reads a decoded usage object in the endpoint's meaning.
+// Fields with the wrong type are reported and left nil.
+func parseUsage(v any, endpoint string) (*Usage, []Finding) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, []Finding{{CheckUsage, fmt.Sprintf("usage is %s, not an object", describe(v))}}
@@ -120,6 +146,7 @@ func parseUsage(v any) (*Usage, []Finding) {
 		}
 		return &n
 	}
+	// Chat-style names first: every endpoint of vLLM v0.10.0 writes them.
 	if val, ok := obj["prompt_tokens"]; ok {
 		u.PromptTokens = readInt(val, "usage.prompt_tokens")
 	}
@@ -129,6 +156,44 @@ func parseUsage(v any) (*Usage, []Finding) {
 	if d, ok := obj["prompt_tokens_details"].(map[string]any); ok {
 		if val, ok := d["cached_tokens"]; ok && val != nil {
 			u.CachedTokens = readInt(val, "usage.prompt_tokens_details.cached_tokens")
+		}
+	}
+	if endpoint != EndpointResponses && endpoint != EndpointMessages {
+		return &u, bad
+	}
+	if val, ok := obj["output_tokens"]; ok && u.CompletionTokens == nil {
+		u.CompletionTokens, u.completionName = readInt(val, "usage.output_tokens"), "usage.output_tokens"
+	}
+	val, ok := obj["input_tokens"]
+	if !ok || u.PromptTokens != nil {
+		return &u, bad
+	}
+	u.PromptTokens, u.promptName = readInt(val, "usage.input_tokens"), "usage.input_tokens"
+	if endpoint == EndpointResponses {
+		if d, ok := obj["input_tokens_details"].(map[string]any); ok {
+			if val, ok := d["cached_tokens"]; ok && val != nil {
+				u.CachedTokens, u.cachedName = readInt(val, "usage.input_tokens_details.cached_tokens"), "usage.input_tokens_details.cached_tokens"
+			}
+		}
+		return &u, bad
+	}
+	// Messages: input_tokens leaves out the tokens the cache read and
+	// those it wrote.
+	for _, k := range []string{"cache_read_input_tokens", "cache_creation_input_tokens"} {
+		val, ok := obj[k]
+		if !ok || val == nil {
+			continue
+		}
+		n := readInt(val, "usage."+k)
+		if n == nil || u.PromptTokens == nil {
+			u.PromptTokens = nil
+			continue
+		}
+		sum := *u.PromptTokens + *n
+		u.PromptTokens = &sum
+		u.promptName += " + " + k
+		if k == "cache_read_input_tokens" {
+			u.CachedTokens, u.cachedName = n, "usage.cache_read_input_tokens"
 		}
 	}
 	return &u, bad
@@ -284,7 +349,8 @@ func approx(got, want float64) bool {
 	return math.Abs(got-want) <= rateAbsTol+rateRelTol*math.Abs(want)
 }
 
-// checkUsage compares the counts in timings with usage.
+// checkUsage compares the counts in timings with usage, in the meaning
+// of the endpoint's usage (see Usage).
 func checkUsage(t Timings, u *Usage) []Finding {
 	if u == nil {
 		return nil
@@ -293,6 +359,7 @@ func checkUsage(t Timings, u *Usage) []Finding {
 	add := func(check, format string, args ...any) {
 		fails = append(fails, Finding{check, fmt.Sprintf(format, args...)})
 	}
+	promptName, completionName, cachedName := u.names()
 	pn, okP := t.get("prompt_n")
 	cn, okC := t.get("cache_n")
 	if okP && okC && u.PromptTokens != nil {
@@ -300,11 +367,11 @@ func checkUsage(t Timings, u *Usage) []Finding {
 		switch {
 		case pn+cn == pt:
 		case cn > 0 && pn == pt:
-			add(CheckCacheInPromptN, "prompt_n = %s equals usage.prompt_tokens although cache_n = %s: cached tokens are counted in prompt_n, which inflates the prompt speed",
-				formatNum(pn), formatNum(cn))
+			add(CheckCacheInPromptN, "prompt_n = %s equals %s although cache_n = %s: cached tokens are counted in prompt_n, which inflates the prompt speed",
+				formatNum(pn), promptName, formatNum(cn))
 		default:
-			add(CheckPromptCount, "prompt_n + cache_n = %s + %s = %s but usage.prompt_tokens = %s",
-				formatNum(pn), formatNum(cn), formatNum(pn+cn), formatNum(pt))
+			add(CheckPromptCount, "prompt_n + cache_n = %s + %s = %s but %s = %s",
+				formatNum(pn), formatNum(cn), formatNum(pn+cn), promptName, formatNum(pt))
 		}
 	}
 	if okP && okC && u.CachedTokens != nil {
@@ -312,14 +379,14 @@ func checkUsage(t Timings, u *Usage) []Finding {
 		switch {
 		case ct == cn:
 		case cn == 0 && u.PromptTokens != nil && pn == float64(*u.PromptTokens):
-			add(CheckCacheInPromptN, "usage.prompt_tokens_details.cached_tokens = %s but cache_n = 0 and prompt_n = usage.prompt_tokens = %s: cached tokens are counted in prompt_n, which inflates the prompt speed",
-				formatNum(ct), formatNum(pn))
+			add(CheckCacheInPromptN, "%s = %s but cache_n = 0 and prompt_n = %s = %s: cached tokens are counted in prompt_n, which inflates the prompt speed",
+				cachedName, formatNum(ct), promptName, formatNum(pn))
 		default:
-			add(CheckCacheCount, "cache_n = %s but usage.prompt_tokens_details.cached_tokens = %s", formatNum(cn), formatNum(ct))
+			add(CheckCacheCount, "cache_n = %s but %s = %s", formatNum(cn), cachedName, formatNum(ct))
 		}
 	}
 	if dn, ok := t.get("predicted_n"); ok && u.CompletionTokens != nil && dn != float64(*u.CompletionTokens) {
-		add(CheckPredictedCount, "predicted_n = %s but usage.completion_tokens = %s", formatNum(dn), formatNum(float64(*u.CompletionTokens)))
+		add(CheckPredictedCount, "predicted_n = %s but %s = %s", formatNum(dn), completionName, formatNum(float64(*u.CompletionTokens)))
 	}
 	return fails
 }

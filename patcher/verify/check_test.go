@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -144,15 +145,74 @@ func TestParseUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, bad := parseUsage(v)
+	u, bad := parseUsage(v, EndpointChat)
 	if u.PromptTokens == nil || *u.PromptTokens != 100 || u.CompletionTokens != nil || u.CachedTokens != nil {
 		t.Errorf("usage %+v", u)
 	}
 	if len(bad) != 1 || bad[0].Check != CheckUsage || !strings.Contains(bad[0].Msg, "usage.completion_tokens") {
 		t.Errorf("findings %v", bad)
 	}
-	if _, bad := parseUsage("x"); len(bad) != 1 {
+	if _, bad := parseUsage("x", EndpointChat); len(bad) != 1 {
 		t.Errorf("usage string: %v", bad)
+	}
+}
+
+// TestEndpointUsage: each endpoint's usage is read in its own meaning, and
+// the counts of timings are checked against that, with messages that name
+// the endpoint's fields.
+func TestEndpointUsage(t *testing.T) {
+	timings := Timings{"prompt_n": 6, "cache_n": 32, "predicted_n": 16}
+	for _, tc := range []struct {
+		name, endpoint, usage string
+		prompt, cached        int64 // the whole prompt and the cached tokens as read; -1: absent
+		fails                 []string
+	}{
+		{"responses", EndpointResponses, `{"input_tokens":38,"input_tokens_details":{"cached_tokens":32},"output_tokens":16,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":54}`,
+			38, 32, nil},
+		{"responses v0.10.0", EndpointResponses, `{"prompt_tokens":38,"completion_tokens":16,"total_tokens":54}`, 38, -1, nil},
+		{"responses cached wrong", EndpointResponses, `{"input_tokens":38,"input_tokens_details":{"cached_tokens":16},"output_tokens":16}`,
+			38, 16, []string{"cache-count: cache_n = 32 but usage.input_tokens_details.cached_tokens = 16"}},
+		// vLLM before v0.24, or without --enable-prompt-tokens-details:
+		// input_tokens is the whole prompt.
+		{"messages old", EndpointMessages, `{"input_tokens":38,"output_tokens":16}`, 38, -1, nil},
+		// v0.24 on with the flag: input_tokens leaves the cached tokens out,
+		// 0.26 on the tokens written to the cache too.
+		{"messages cache read", EndpointMessages, `{"input_tokens":6,"output_tokens":16,"cache_read_input_tokens":32,"cache_creation_input_tokens":0}`, 38, 32, nil},
+		{"messages cache written", EndpointMessages, `{"input_tokens":2,"output_tokens":16,"cache_read_input_tokens":32,"cache_creation_input_tokens":4}`, 38, 32, nil},
+		{"messages null cache", EndpointMessages, `{"input_tokens":38,"output_tokens":16,"cache_read_input_tokens":null}`, 38, -1, nil},
+		{"messages prompt_n from input_tokens", EndpointMessages, `{"input_tokens":6,"output_tokens":17,"cache_read_input_tokens":26}`, 32, 26,
+			[]string{"prompt-count: prompt_n + cache_n = 6 + 32 = 38 but usage.input_tokens + cache_read_input_tokens = 32",
+				"cache-count: cache_n = 32 but usage.cache_read_input_tokens = 26",
+				"predicted-count: predicted_n = 16 but usage.output_tokens = 17"}},
+		// Chat ignores the other endpoints' names.
+		{"chat", EndpointChat, `{"input_tokens":38,"output_tokens":16}`, -1, -1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _, err := decodeJSON([]byte(tc.usage))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, bad := parseUsage(v, tc.endpoint)
+			if len(bad) > 0 {
+				t.Fatalf("findings %v", bad)
+			}
+			get := func(p *int64) int64 {
+				if p == nil {
+					return -1
+				}
+				return *p
+			}
+			if get(u.PromptTokens) != tc.prompt || get(u.CachedTokens) != tc.cached {
+				t.Errorf("read prompt %d cached %d, want %d and %d", get(u.PromptTokens), get(u.CachedTokens), tc.prompt, tc.cached)
+			}
+			var got []string
+			for _, f := range checkUsage(timings, u) {
+				got = append(got, f.Check+": "+f.Msg)
+			}
+			if !slices.Equal(got, tc.fails) {
+				t.Errorf("checks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.fails, "\n"))
+			}
+		})
 	}
 }
 

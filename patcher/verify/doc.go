@@ -22,6 +22,29 @@
 //   - completion: /v1/completions, not streaming;
 //   - completion stream+usage: streaming with include_usage.
 //
+// With Endpoints (--endpoints, default chat,completions), the chat or
+// completion requests can be left out, and three requests each can be
+// added for the Responses API and the Anthropic Messages API:
+//
+//   - responses, responses repeat, responses stream: /v1/responses with
+//     instructions and input, not streamed, the same again, and streamed;
+//   - messages, messages repeat, messages stream: /v1/messages with a
+//     system prompt and one user message, likewise.
+//
+// Their streams name each event on an event: line and end without [DONE]
+// (no no-done note); timings are read from the data: lines as llama-swap
+// reads them: on the top level of any event (vLLM puts them beside type
+// and response on a Responses stream's terminal event, and on a Messages
+// stream's message_delta). Usage comes from the last event with one where
+// llama-swap looks (usage, response.usage, message.usage), and is read in
+// the endpoint's meaning (Usage): the Responses API's input_tokens is the
+// whole prompt and input_tokens_details.cached_tokens the cached part; the
+// Messages API's input_tokens leaves out what the cache read
+// (cache_read_input_tokens) and wrote (cache_creation_input_tokens), so
+// the whole prompt is their sum. The count checks below then compare
+// prompt_n + cache_n with that whole prompt, cache_n with the cached part
+// and predicted_n with output_tokens, and name the endpoint's fields.
+//
 // With Multi (--multi), eight more: n=2 for chat and completions, each full,
 // streaming with include_usage and without it, and a two-prompt completion,
 // full and streaming with include_usage (n=2 is sampled: temperature 1,

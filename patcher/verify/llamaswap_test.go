@@ -30,12 +30,14 @@ func behindLlamaSwap(t *testing.T, scenario string, out *bytes.Buffer) verify.Op
 }
 
 // TestLlamaSwapRows: through the real llama-swap, every request's activity
-// row is found and equals the truth of the response's timings, n=2 and two
-// prompts included; the table puts them side by side.
+// row is found and equals the truth of the response's timings, n=2, two
+// prompts, /v1/responses and /v1/messages included; the table puts them
+// side by side.
 func TestLlamaSwapRows(t *testing.T) {
 	var out bytes.Buffer
 	o := behindLlamaSwap(t, "good", &out)
 	o.Multi = true
+	o.Endpoints = verify.AllEndpoints
 	if err := verify.Run(context.Background(), o); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -54,12 +56,12 @@ func TestLlamaSwapRows(t *testing.T) {
 			t.Errorf("%s: row %+v, truth %+v", r.Name, sc.Row, *sc.Truth)
 		}
 	}
-	if len(ids) != 14 {
-		t.Errorf("%d rows, want 14", len(ids))
+	if len(ids) != 20 {
+		t.Errorf("%d rows, want 20", len(ids))
 	}
 	for _, want := range []string{
 		"llama-swap's activity rows (each cell: truth / llama-swap)",
-		"PASS: all 14 responses carry correct timings, and llama-swap recorded the truth for each",
+		"PASS: all 20 responses carry correct timings, and llama-swap recorded the truth for each",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,47 @@ const DefaultTimeout = 5 * time.Minute
 // predicted_ms and the rates to mean something, few enough to be quick.
 const maxTokens = 16
 
+// The endpoints verify can send requests to (--endpoints).
+const (
+	EndpointChat        = "chat"        // /v1/chat/completions
+	EndpointCompletions = "completions" // /v1/completions
+	EndpointResponses   = "responses"   // /v1/responses, OpenAI's Responses API
+	EndpointMessages    = "messages"    // /v1/messages, the Anthropic Messages API
+)
+
+// AllEndpoints lists every endpoint verify knows, in the order its requests
+// are sent; DefaultEndpoints are those it sends without --endpoints.
+var (
+	AllEndpoints     = []string{EndpointChat, EndpointCompletions, EndpointResponses, EndpointMessages}
+	DefaultEndpoints = []string{EndpointChat, EndpointCompletions}
+)
+
+// CheckEndpoints validates an --endpoints list: known names, each once, at
+// least one. It returns the list in AllEndpoints' order.
+func CheckEndpoints(list []string) ([]string, error) {
+	if len(list) == 0 {
+		return nil, fmt.Errorf("--endpoints is empty; give some of %s", strings.Join(AllEndpoints, ","))
+	}
+	seen := map[string]bool{}
+	for _, e := range list {
+		e = strings.TrimSpace(e)
+		if !slices.Contains(AllEndpoints, e) {
+			return nil, fmt.Errorf("--endpoints: unknown endpoint %q; known: %s", e, strings.Join(AllEndpoints, ","))
+		}
+		if seen[e] {
+			return nil, fmt.Errorf("--endpoints: %q is given twice", e)
+		}
+		seen[e] = true
+	}
+	var out []string
+	for _, e := range AllEndpoints {
+		if seen[e] {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
 // Options are the inputs of one verify run.
 type Options struct {
 	URL string // server base URL; see NormalizeURL
@@ -32,11 +74,14 @@ type Options struct {
 	LlamaSwap string
 	// Multi adds requests with n=2 and a two-prompt completion, so several
 	// engine requests share one response.
-	Multi   bool
-	Model   string        // "" means the first id that /v1/models lists
-	APIKey  string        // sent as a bearer token if set
-	JSON    bool          // print a JSON report instead of the table
-	Timeout time.Duration // per request; 0 means DefaultTimeout
+	Multi bool
+	// Endpoints are the endpoints to send requests to (AllEndpoints
+	// names them); nil means DefaultEndpoints.
+	Endpoints []string
+	Model     string        // "" means the first id that /v1/models lists
+	APIKey    string        // sent as a bearer token if set
+	JSON      bool          // print a JSON report instead of the table
+	Timeout   time.Duration // per request; 0 means DefaultTimeout
 
 	Stdout io.Writer
 
@@ -55,6 +100,7 @@ type Options struct {
 type Request struct {
 	Name         string `json:"name"`
 	Path         string `json:"path"`
+	Endpoint     string `json:"endpoint"` // one of AllEndpoints
 	Chat         bool   `json:"-"`
 	Stream       bool   `json:"stream"`
 	IncludeUsage bool   `json:"include_usage"`
@@ -96,35 +142,71 @@ keys and values of prompts it has seen, so a prompt that starts the same way as 
 one is processed faster, and the cached tokens are reported apart from the evaluated ones.
 Answer briefly and plainly, in one short sentence, without lists or headings.`
 
-// plan is the list of requests, in the order they are sent; multi adds
-// those where several engine requests share one response.
-func plan(nonce string, multi bool) []Request {
-	system := "Run " + nonce + ". " + contextText
-	const chat, cmpl = "/v1/chat/completions", "/v1/completions"
-	p := []Request{
-		{Name: "chat", Path: chat, Chat: true, system: system, user: "Name a colour of the sky."},
-		{Name: "chat repeat", Path: chat, Chat: true, Repeats: "chat", system: system, user: "Name a colour of the sky."},
-		{Name: "chat stream+usage", Path: chat, Chat: true, Stream: true, IncludeUsage: true, system: system, user: "Name a fruit."},
-		{Name: "chat stream", Path: chat, Chat: true, Stream: true, system: system, user: "Name a tree."},
-		{Name: "completion", Path: cmpl, system: system, user: "A colour of the sea is"},
-		{Name: "completion stream+usage", Path: cmpl, Stream: true, IncludeUsage: true, system: system, user: "A kind of bird is"},
+// plan is the list of requests to the given endpoints (nil: the
+// default ones), in the order they are sent; multi adds those where
+// several engine requests share one response (chat and completions only:
+// the Responses and Messages APIs have no n and one prompt).
+func plan(nonce string, multi bool, endpoints []string) []Request {
+	if endpoints == nil {
+		endpoints = DefaultEndpoints
 	}
+	system := "Run " + nonce + ". " + contextText
+	const chat, cmpl, resp, msgs = "/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"
+	var p []Request
+	add := func(endpoint string, rqs ...Request) {
+		if !slices.Contains(endpoints, endpoint) {
+			return
+		}
+		for _, rq := range rqs {
+			rq.Endpoint, rq.system = endpoint, system
+			rq.Chat = endpoint == EndpointChat
+			p = append(p, rq)
+		}
+	}
+	add(EndpointChat,
+		Request{Name: "chat", Path: chat, user: "Name a colour of the sky."},
+		Request{Name: "chat repeat", Path: chat, Repeats: "chat", user: "Name a colour of the sky."},
+		Request{Name: "chat stream+usage", Path: chat, Stream: true, IncludeUsage: true, user: "Name a fruit."},
+		Request{Name: "chat stream", Path: chat, Stream: true, user: "Name a tree."})
+	add(EndpointCompletions,
+		Request{Name: "completion", Path: cmpl, user: "A colour of the sea is"},
+		Request{Name: "completion stream+usage", Path: cmpl, Stream: true, IncludeUsage: true, user: "A kind of bird is"})
+	// Responses and Messages streams always end with their usage.
+	add(EndpointResponses,
+		Request{Name: "responses", Path: resp, user: "Name a colour of the grass."},
+		Request{Name: "responses repeat", Path: resp, Repeats: "responses", user: "Name a colour of the grass."},
+		Request{Name: "responses stream", Path: resp, Stream: true, IncludeUsage: true, user: "Name a river."})
+	add(EndpointMessages,
+		Request{Name: "messages", Path: msgs, user: "Name a colour of snow."},
+		Request{Name: "messages repeat", Path: msgs, Repeats: "messages", user: "Name a colour of snow."},
+		Request{Name: "messages stream", Path: msgs, Stream: true, IncludeUsage: true, user: "Name a mountain."})
 	if !multi {
 		return p
 	}
-	return append(p,
-		Request{Name: "chat n=2", Path: chat, Chat: true, N: 2, system: system, user: "Name a colour."},
-		Request{Name: "chat n=2 stream+usage", Path: chat, Chat: true, N: 2, Stream: true, IncludeUsage: true, system: system, user: "Name a bird."},
-		Request{Name: "chat n=2 stream", Path: chat, Chat: true, N: 2, Stream: true, system: system, user: "Name a flower."},
-		Request{Name: "completion n=2", Path: cmpl, N: 2, system: system, user: "A kind of fish is"},
-		Request{Name: "completion n=2 stream+usage", Path: cmpl, N: 2, Stream: true, IncludeUsage: true, system: system, user: "A kind of stone is"},
-		Request{Name: "completion n=2 stream", Path: cmpl, N: 2, Stream: true, system: system, user: "A kind of tree is"},
-		Request{Name: "completion 2 prompts", Path: cmpl, Prompts: 2, system: system, user: "The sea is", user2: "The sky is"},
-		Request{Name: "completion 2 prompts stream+usage", Path: cmpl, Prompts: 2, Stream: true, IncludeUsage: true, system: system, user: "A road is", user2: "A hill is"},
-	)
+	add(EndpointChat,
+		Request{Name: "chat n=2", Path: chat, N: 2, user: "Name a colour."},
+		Request{Name: "chat n=2 stream+usage", Path: chat, N: 2, Stream: true, IncludeUsage: true, user: "Name a bird."},
+		Request{Name: "chat n=2 stream", Path: chat, N: 2, Stream: true, user: "Name a flower."})
+	add(EndpointCompletions,
+		Request{Name: "completion n=2", Path: cmpl, N: 2, user: "A kind of fish is"},
+		Request{Name: "completion n=2 stream+usage", Path: cmpl, N: 2, Stream: true, IncludeUsage: true, user: "A kind of stone is"},
+		Request{Name: "completion n=2 stream", Path: cmpl, N: 2, Stream: true, user: "A kind of tree is"},
+		Request{Name: "completion 2 prompts", Path: cmpl, Prompts: 2, user: "The sea is", user2: "The sky is"},
+		Request{Name: "completion 2 prompts stream+usage", Path: cmpl, Prompts: 2, Stream: true, IncludeUsage: true, user: "A road is", user2: "A hill is"})
+	return p
 }
 
 func (rq Request) payload(model string) map[string]any {
+	switch rq.Endpoint {
+	case EndpointResponses:
+		// store false: nothing for the server to keep.
+		return map[string]any{"model": model, "instructions": rq.system, "input": rq.user,
+			"max_output_tokens": maxTokens, "temperature": 0, "stream": rq.Stream, "store": false}
+	case EndpointMessages:
+		return map[string]any{"model": model, "system": rq.system,
+			"messages":   []map[string]string{{"role": "user", "content": rq.user}},
+			"max_tokens": maxTokens, "temperature": 0, "stream": rq.Stream}
+	}
 	p := map[string]any{
 		"model":       model,
 		"max_tokens":  maxTokens,
@@ -215,7 +297,7 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 		nonce = hex.EncodeToString(b[:])
 	}
 
-	requests := plan(nonce, o.Multi)
+	requests := plan(nonce, o.Multi, o.Endpoints)
 	rep := &Report{URL: base, LlamaSwap: o.LlamaSwap != "", Model: o.Model, Planned: len(requests)}
 	fail := func(err error) (*Report, error) {
 		rep.Error = err.Error()
@@ -321,17 +403,23 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 		// vLLM reports an error that happens mid-stream as an event with
 		// an "error" object after the 200 status.
 		for _, ev := range st.events {
-			if e, ok := ev.obj["error"]; ok && e != nil {
+			e, ok := ev.obj["error"]
+			if ev.obj["type"] == "error" && !ok { // the Responses API's error event
+				e, ok = ev.obj, true
+			}
+			if ok && e != nil {
 				b, _ := json.Marshal(map[string]any{"error": cleanMarkers(e)})
 				return nil, errorf(ExitHTTP, nil, "%s (stream): the server sent an error event%s", what, excerpt(b))
 			}
 		}
-		if !st.done {
+		// The Responses and Messages APIs end their streams with their
+		// own last event (response.completed, message_stop), not [DONE].
+		if !st.done && (rq.Endpoint == EndpointChat || rq.Endpoint == EndpointCompletions) {
 			res.Notes = append(res.Notes, Finding{NoteNoDone, "the stream ended without data: [DONE]"})
 		}
 		switch {
 		case st.timingsLine < 0:
-			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, fmt.Sprintf("no data: line of the stream (%d events) carries timings%s", len(st.events), missingHint)})
+			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, fmt.Sprintf("no data: line of the stream (%d events) carries timings%s", len(st.events), missingHint(rq))})
 		case st.swapLine != st.timingsLine:
 			res.Failures = append(res.Failures, Finding{CheckLlamaSwapLine, fmt.Sprintf("timings are on event %d but event %d, later, carries usage without timings: llama-swap reads only the last event with usage or timings, so it would show no speeds",
 				st.timingsLine+1, st.swapLine+1)})
@@ -348,7 +436,7 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 			}
 		}
 		if st.usageLine >= 0 {
-			u, bad := parseUsage(st.events[st.usageLine].obj["usage"])
+			u, bad := parseUsage(eventUsage(st.events[st.usageLine].obj), rq.Endpoint)
 			res.Usage = u
 			res.Failures = append(res.Failures, bad...)
 		}
@@ -366,10 +454,10 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 			in.timings = obj["timings"]
 			in.nonStandard = nonStandard
 		} else {
-			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, "the response has no timings" + missingHint})
+			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, "the response has no timings" + missingHint(rq)})
 		}
 		if u, ok := obj["usage"]; ok && u != nil {
-			pu, bad := parseUsage(u)
+			pu, bad := parseUsage(u, rq.Endpoint)
 			res.Usage = pu
 			res.Failures = append(res.Failures, bad...)
 		}
@@ -378,7 +466,10 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 	// A stream without include_usage carries no usage by design.
 	if res.Usage == nil && (!rq.Stream || rq.IncludeUsage) {
 		msg := "the response carries no usage, so the counts could not be compared"
-		if rq.IncludeUsage {
+		switch {
+		case rq.Stream && (rq.Endpoint == EndpointResponses || rq.Endpoint == EndpointMessages):
+			msg = "no event of the stream carried usage (a Responses stream's terminal event, a Messages stream's message_delta), so the counts could not be compared"
+		case rq.IncludeUsage:
 			msg = "the request asked for stream_options.include_usage but no event carried usage, so the counts could not be compared"
 		}
 		res.Notes = append(res.Notes, Finding{NoteNoUsage, msg})
@@ -407,7 +498,13 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 }
 
 // missingHint names the usual causes of absent timings.
-const missingHint = " (not patched, or vLLM runs with --disable-log-stats, which leaves the patch no per-request stats)"
+func missingHint(rq Request) string {
+	switch rq.Endpoint {
+	case EndpointResponses, EndpointMessages:
+		return fmt.Sprintf(" (not patched; or apply left %s out, which \"vllm-timings status\" shows per endpoint; or vLLM runs with --disable-log-stats, which leaves the patch no per-request stats)", rq.Path)
+	}
+	return " (not patched, or vLLM runs with --disable-log-stats, which leaves the patch no per-request stats)"
+}
 
 // noteRepeat says when a repeated prompt shows no cached tokens. It is a note,
 // not a failure: prefix caching may be off.
@@ -480,11 +577,11 @@ func parseStream(body []byte) (*stream, error) {
 		n := len(st.events)
 		st.events = append(st.events, event{obj, nonStandard})
 		_, hasT := obj["timings"]
-		u, hasU := obj["usage"]
+		_, hasU := obj["usage"]
 		if hasT {
 			st.timingsLine = n
 		}
-		if hasU && u != nil {
+		if eventUsage(obj) != nil {
 			st.usageLine = n
 		}
 		if hasT || hasU {
@@ -495,6 +592,22 @@ func parseStream(body []byte) (*stream, error) {
 		return nil, fmt.Errorf("no data: line in the body%s", bodyStart(body))
 	}
 	return st, nil
+}
+
+// eventUsage is an event's usage where llama-swap looks for one (its
+// usagePaths): at the top (chat, completions, a Messages message_delta),
+// in "response" (a Responses event) or in "message" (a Messages
+// message_start). nil if there is none.
+func eventUsage(obj map[string]any) any {
+	if u := obj["usage"]; u != nil {
+		return u
+	}
+	for _, k := range []string{"response", "message"} {
+		if inner, ok := obj[k].(map[string]any); ok && inner["usage"] != nil {
+			return inner["usage"]
+		}
+	}
+	return nil
 }
 
 // cleanMarkers turns NaN/Infinity markers back into readable strings for the

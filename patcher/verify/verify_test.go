@@ -164,6 +164,10 @@ func TestScenarios(t *testing.T) {
 		// hit, subtract the cache twice).
 		{"vllm-metrics", verify.ExitChecksFailed, expand(verify.CheckLlamaSwapMetrics, usageReq), nil},
 		{"vllm-metrics-cleared", 0, nil, expand(verify.NoteVLLMMetrics, usageReq)},
+		// These break /v1/responses and /v1/messages only
+		// (TestEndpointScenarios).
+		{"responses-timings-in-response", 0, nil, nil},
+		{"messages-prompt-from-input-tokens", 0, nil, nil},
 		{"auth", verify.ExitAuth, nil, nil},
 		{"forbidden", verify.ExitAuth, nil, nil},
 		{"http-500", verify.ExitHTTP, nil, nil},
@@ -203,6 +207,123 @@ func TestScenarios(t *testing.T) {
 	for _, name := range verifytest.Scenarios() {
 		if !covered[name] {
 			t.Errorf("scenario %q is not tested", name)
+		}
+	}
+}
+
+const (
+	resp   = "responses"
+	respR  = "responses repeat"
+	respS  = "responses stream"
+	msgs   = "messages"
+	msgsR  = "messages repeat"
+	msgsS  = "messages stream"
+	allNew = "responses and messages"
+	hitNew = "responses and messages with a cache hit"
+)
+
+// expandNew is expand for the Responses and Messages requests.
+func expandNew(check string, reqs ...string) []string {
+	var out []string
+	for _, r := range reqs {
+		switch r {
+		case allNew:
+			out = append(out, expandNew(check, resp, respR, respS, msgs, msgsR, msgsS)...)
+		case hitNew: // all but the first request finds the shared prefix cached
+			out = append(out, expandNew(check, respR, respS, msgs, msgsR, msgsS)...)
+		default:
+			out = append(out, r+": "+check)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestEndpointScenarios: with --endpoints responses,messages verify sends
+// three requests to each (full, the same again, streamed), reads timings
+// where llama-swap does (the body; a stream's data: lines, named by event:
+// lines and ending without [DONE]) and usage in each endpoint's meaning,
+// passes a correct server and names each defect on the requests that show
+// it.
+func TestEndpointScenarios(t *testing.T) {
+	tests := []struct {
+		scenario string
+		want     []string
+		notes    []string
+	}{
+		{"good", nil, nil},
+		{"no-timings", expandNew(verify.CheckTimingsMissing, allNew), nil},
+		{"stream-no-timings", expandNew(verify.CheckTimingsMissing, respS, msgsS), nil},
+		{"responses-timings-in-response", expandNew(verify.CheckTimingsMissing, respS), nil},
+		{"cache-in-prompt-n", expandNew(verify.CheckCacheInPromptN, hitNew), nil},
+		{"prompt-count", expandNew(verify.CheckPromptCount, allNew), nil},
+		{"messages-prompt-from-input-tokens", expandNew(verify.CheckPromptCount, msgs, msgsR, msgsS), nil},
+		{"predicted-count", expandNew(verify.CheckPredictedCount, allNew), nil},
+		// A cached count 16 too high leaves Anthropic's input_tokens
+		// (prompt - read - written, at least 0, as vLLM computes it) at 0,
+		// so the messages' sum is off as well.
+		{"cache-count", merge(expandNew(verify.CheckCacheCount, hitNew), expandNew(verify.CheckPromptCount, msgs, msgsR, msgsS)), nil},
+		{"wrong-content-type", expandNew(verify.CheckContentType, respS, msgsS), nil},
+		// vLLM's metrics are on the full Responses response (0.31 on); in
+		// a stream they sit inside the response, where llama-swap does not
+		// read them.
+		{"vllm-metrics", expandNew(verify.CheckLlamaSwapMetrics, resp, respR), nil},
+		{"vllm-metrics-cleared", nil, expandNew(verify.NoteVLLMMetrics, resp, respR)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.scenario, func(t *testing.T) {
+			srv := startScenario(t, tc.scenario)
+			var out bytes.Buffer
+			o := options(srv.URL, &out)
+			o.Endpoints = []string{verify.EndpointResponses, verify.EndpointMessages}
+			rep, err := verify.Collect(context.Background(), o)
+			if rep == nil || len(rep.Results) != 6 {
+				t.Fatalf("report %+v, error %v", rep, err)
+			}
+			if (err == nil) != (tc.want == nil) {
+				t.Errorf("error %v with findings %v", err, findings(rep))
+			}
+			if diff := cmp.Diff(tc.want, findings(rep)); diff != "" {
+				t.Errorf("failures (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.notes, notes(rep)); diff != "" {
+				t.Errorf("notes (-want +got):\n%s", diff)
+			}
+			if tc.scenario == "good" {
+				for _, r := range rep.Results {
+					if r.Usage == nil || r.Usage.PromptTokens == nil || r.Usage.CachedTokens == nil {
+						t.Errorf("%s: usage %+v", r.Name, r.Usage)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestEndpointsFlag: the default is chat and completions; every endpoint
+// together sends 12 requests; a bad list is refused.
+func TestEndpointsFlag(t *testing.T) {
+	srv := startScenario(t, "good")
+	var out bytes.Buffer
+	o := options(srv.URL, &out)
+	o.Endpoints = verify.AllEndpoints
+	rep, err := verify.Collect(context.Background(), o)
+	if err != nil || len(rep.Results) != 12 {
+		t.Fatalf("%v, %d results", err, len(rep.Results))
+	}
+	paths := map[string]int{}
+	for _, r := range rep.Results {
+		paths[r.Path]++
+	}
+	if diff := cmp.Diff(map[string]int{"/v1/chat/completions": 4, "/v1/completions": 2, "/v1/responses": 3, "/v1/messages": 3}, paths); diff != "" {
+		t.Errorf("requests per path (-want +got):\n%s", diff)
+	}
+	if got, err := verify.CheckEndpoints([]string{"messages", "chat"}); err != nil || !slices.Equal(got, []string{"chat", "messages"}) {
+		t.Errorf("CheckEndpoints: %v, %v", got, err)
+	}
+	for _, bad := range [][]string{nil, {"chat", "chat"}, {"embeddings"}} {
+		if _, err := verify.CheckEndpoints(bad); err == nil {
+			t.Errorf("CheckEndpoints(%q) accepted", bad)
 		}
 	}
 }
@@ -339,17 +460,23 @@ func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
 		scenario string
 		json     bool
+		all      bool // --endpoints chat,completions,responses,messages
 	}{
-		{"good", false},
-		{"good", true},
-		{"cache-in-prompt-n", false},
-		{"usage-chunk-without-timings", false},
-		{"nan", false},
-		{"nan", true},
-		{"missing-fields", false},
-		{"broken-stream", false},
+		{"good", false, false},
+		{"good", false, true},
+		{"messages-prompt-from-input-tokens", false, true},
+		{"good", true, false},
+		{"cache-in-prompt-n", false, false},
+		{"usage-chunk-without-timings", false, false},
+		{"nan", false, false},
+		{"nan", true, false},
+		{"missing-fields", false, false},
+		{"broken-stream", false, false},
 	} {
 		name := tc.scenario
+		if tc.all {
+			name = "endpoints-" + name
+		}
 		ext := ".txt"
 		if tc.json {
 			ext = ".json"
@@ -359,6 +486,9 @@ func TestGolden(t *testing.T) {
 			var out bytes.Buffer
 			o := options(srv.URL, &out)
 			o.JSON = tc.json
+			if tc.all {
+				o.Endpoints = verify.AllEndpoints
+			}
 			_ = verify.Run(context.Background(), o)
 			got := strings.ReplaceAll(out.String(), srv.URL, "http://127.0.0.1:PORT")
 			checkGolden(t, filepath.Join("testdata", name+ext), got)

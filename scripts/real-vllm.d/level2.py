@@ -37,6 +37,22 @@ patcher's TestLlamaSwapLevel2 uses to check what llama-swap records.
     every patched response equals the unpatched one (a stream's events as
     a multiset: how two prompts' events interleave is up to vLLM's merge of
     the engine streams): the patch changes nothing else.
+The same run also drives vLLM's OpenAIServingResponses and
+AnthropicServingMessages (ENDPOINT_SCENARIOS, under "endpoints" and
+"endpoint_truth"; a vLLM without one of them skips its scenarios), with the
+renderer stub answering what they ask, and "check" asks of them:
+  * Responses: timings on the non-streamed response, and in a stream only
+    at the top level of the terminal event (response.completed, or from
+    0.33 response.incomplete when cut short), not inside its response;
+    prompt_n + cache_n == usage.input_tokens, cache_n ==
+    input_tokens_details.cached_tokens, predicted_n == output_tokens;
+  * Messages: timings on the message, and in a stream only on the
+    message_delta event; prompt_n + cache_n == input_tokens +
+    cache_read_input_tokens + cache_creation_input_tokens (absent: 0),
+    cache_n == cache_read_input_tokens where present, predicted_n ==
+    output_tokens;
+  * the exact timings, none without stats, and every body otherwise
+    unchanged (events in order).
 Exit status 0 when everything passes.
 """
 
@@ -176,6 +192,61 @@ SCENARIOS = {
 
 # ---------------------------------------------------------------- run
 
+# /v1/responses and /v1/messages (vLLM's OpenAIServingResponses and
+# AnthropicServingMessages). "finish" is the engine's finish reason: "stop"
+# unless said otherwise; with "length" a Responses stream ends with
+# response.incomplete instead of response.completed (0.33 on). The Messages
+# API runs vLLM's chat code with include_usage, so its timings are the chat
+# ones. They are kept apart from SCENARIOS (their own "endpoints" and
+# "endpoint_truth" in OUT.json), whose truth patcher's TestLlamaSwapLevel2
+# reads for chat and completions.
+ENDPOINT_SCENARIOS = {
+    "responses full": dict(
+        api="responses", req={}, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
+        expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
+    "responses full no stats": dict(
+        api="responses", req={}, stats=False, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
+        expect=None),
+    "responses full all cached": dict(
+        api="responses", req={}, prompts=[dict(len=32, cached=32, tokens=4, sched=[(100.0, 100.125)])],
+        expect=expected(32, 32, 4, 125.0, 3 * STEP * 1000)),
+    "responses full incomplete": dict(
+        api="responses", req={}, finish="length", prompts=[dict(len=10, cached=0, tokens=2, sched=[(100.0, 100.5)])],
+        expect=expected(10, 0, 2, 500.0, STEP * 1000)),
+    "responses stream": dict(
+        api="responses", req={"stream": True}, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
+        expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
+    "responses stream one token": dict(
+        api="responses", req={"stream": True}, prompts=[dict(len=10, cached=0, tokens=1, sched=[(100.0, 100.5)])],
+        expect=expected(10, 0, 1, 500.0, 0.0)),
+    "responses stream incomplete": dict(
+        api="responses", req={"stream": True}, finish="length",
+        prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])],
+        expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
+    "responses stream no stats": dict(
+        api="responses", req={"stream": True}, stats=False,
+        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=None),
+    "messages full": dict(
+        api="messages", req={}, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
+        expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
+    "messages full no cache": dict(
+        api="messages", req={}, prompts=[dict(len=10, cached=0, tokens=3, sched=[(100.0, 100.25)])],
+        expect=expected(10, 0, 3, 250.0, 2 * STEP * 1000)),
+    "messages full no stats": dict(
+        api="messages", req={}, stats=False, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
+        expect=None),
+    "messages stream": dict(
+        api="messages", req={"stream": True}, prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])],
+        expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
+    "messages stream one token": dict(
+        api="messages", req={"stream": True}, prompts=[dict(len=10, cached=0, tokens=1, sched=[(100.0, 100.5)])],
+        expect=expected(10, 0, 1, 500.0, 0.0)),
+    "messages stream no stats": dict(
+        api="messages", req={"stream": True}, stats=False,
+        prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])], expect=None),
+}
+
+
 def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
     """vLLM's own OpenAIServingChat and OpenAIServingCompletion (of the
     given serving modules, by default the imported vLLM's) with the fake
@@ -196,7 +267,7 @@ def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
         def tokens_input(ids):
             return {"type": "token", "prompt_token_ids": ids}
 
-    def outputs_for(rid, p, stream, with_stats, n, merge_final):
+    def outputs_for(rid, p, stream, with_stats, n, merge_final, finish="length"):
         """The RequestOutputs one engine request yields."""
         ids = list(range(1, p["len"] + 1))
         stats = []
@@ -224,7 +295,7 @@ def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
             # last token time by then.
             for s, end in zip(stats, ends):
                 s.last_token_ts = end
-            outs = [co(i, range(p["tokens"]), "length") for i in range(n)]
+            outs = [co(i, range(p["tokens"]), finish) for i in range(n)]
             return [ro(outs, True, stats[0])]
 
         # DELTA: token by token; choice i's token t at first_i + t*STEP, in
@@ -236,7 +307,7 @@ def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
         for ts, i, t in events:
             last = t == p["tokens"] - 1
             stats[i].last_token_ts = ts
-            res.append((i, last, ro([co(i, [t], "length" if last else None)], False, stats[i])))
+            res.append((i, last, ro([co(i, [t], finish if last else None)], False, stats[i])))
         if merge_final and n > 1:
             # The final outputs of all choices, merged into the first of them.
             finals = [r for _, last, r in res if last]
@@ -265,7 +336,9 @@ def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
                 runner_type="generate", trust_remote_code=False, tokenizer="tiny", tokenizer_mode="auto",
                 multimodal_config=None, allowed_local_media_path="", allowed_media_domains=None,
             )
-            self.renderer = SimpleNamespace(tokenizer=SimpleNamespace(decode=lambda ids, **k: ""), model_config=self.model_config)
+            tokenizer = SimpleNamespace(decode=lambda ids, **k: "", eos_token_id=None)
+            self.renderer = SimpleNamespace(tokenizer=tokenizer, model_config=self.model_config,
+                                            get_tokenizer=lambda: tokenizer)
             self.script = None
 
         def check_admission(self, n=1):
@@ -280,7 +353,7 @@ def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
             self.script["next"] += 1
             p = self.script["prompts"][idx]
             outs = outputs_for(request_id, p, stream_out, self.script["stats"], self.script["n"],
-                               self.script["merge_final"])
+                               self.script["merge_final"], self.script.get("finish", "length"))
 
             async def gen():
                 for o in outs:
@@ -333,6 +406,33 @@ def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
         async def render_completion(self, request):
             return [tokens_input(list(range(1, p["len"] + 1))) for p in engine.script["prompts"]]
 
+        # The Responses API (0.26 on) and the Messages API ask these too.
+        chat_template = None
+        trust_request_chat_template = False
+        exclude_tools_when_tool_choice_none = False
+        chat_template_content_format = "auto"
+        default_chat_template_kwargs = None
+
+        def validate_chat_template(self, **kwargs):
+            return None
+
+        async def render_responses(self, request, **kwargs):
+            ids = list(range(1, engine.script["prompts"][0]["len"] + 1))
+            return SimpleNamespace(messages=[], engine_input=tokens_input(ids))
+
+        async def preprocess_chat(self, request, messages, **kwargs):
+            # The Responses API before 0.33 renders through this.
+            ids = list(range(1, engine.script["prompts"][0]["len"] + 1))
+            return messages, [tokens_input(ids)]
+
+        @property
+        def renderer(self):
+            return engine.renderer
+
+        @property
+        def model_config(self):
+            return engine.model_config
+
     engine = FakeEngine()
     models = serving_models()
     common = dict(engine_client=engine, models=models, request_logger=None, online_renderer=FakeOnlineRenderer(),
@@ -340,11 +440,15 @@ def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
     chat = build(chat_mod.OpenAIServingChat, response_role="assistant", chat_template=None,
                  chat_template_content_format="auto", **common)
     cmpl = build(cmpl_mod.OpenAIServingCompletion, **common)
+    endpoints = endpoint_servings(build, common)
 
     async def one(name, sc):
         n = sc["req"].get("n", 1)
         engine.script = dict(prompts=sc["prompts"], stream=sc["req"].get("stream", False), next=0,
-                             stats=sc.get("stats", True), n=n, merge_final=sc.get("merge_final", False))
+                             stats=sc.get("stats", True), n=n, merge_final=sc.get("merge_final", False),
+                             finish=sc.get("finish", "stop" if "api" in sc else "length"))
+        if "api" in sc:
+            return await endpoint_request(endpoints, sc)
         fields = dict(model="tiny", max_tokens=64, temperature=0.0 if n == 1 else 1.0, **sc["req"])
         if sc["chat"]:
             req = ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields)
@@ -380,6 +484,11 @@ def run(out_path, per_request_metrics=False):
         for name, sc in SCENARIOS.items():
             out["scenarios"][name] = await h.one(name, sc)
             out["truth"][name] = {"chat": sc["chat"], "stream": sc["req"].get("stream", False), "timings": sc["expect"]}
+        out["endpoints"], out["endpoint_truth"] = {}, {}
+        for name, sc in ENDPOINT_SCENARIOS.items():
+            out["endpoints"][name] = await h.one(name, sc)
+            out["endpoint_truth"][name] = {"api": sc["api"], "path": "/v1/" + sc["api"],
+                                           "stream": sc["req"].get("stream", False), "timings": sc["expect"]}
         return out
 
     result = asyncio.run(main())
@@ -388,9 +497,75 @@ def run(out_path, per_request_metrics=False):
     result["vllm"] = vllm.__version__
     with open(out_path, "w") as f:
         json.dump(result, f, indent=1)
-    print(f"level 2: drove {len(SCENARIOS)} scenarios through vLLM {vllm.__version__} "
+    print(f"level 2: drove {len(SCENARIOS) + len(ENDPOINT_SCENARIOS)} scenarios through vLLM {vllm.__version__} "
           f"({'patched' if patched else 'unpatched'}"
           f"{', per-request metrics on' if per_request_metrics else ''}) -> {out_path}")
+
+
+def endpoint_servings(build, common):
+    """vLLM's OpenAIServingResponses and AnthropicServingMessages, built like
+    the chat class; a name maps to None where this vLLM lacks the module."""
+    out = {}
+    for api, names, cls_name in (
+        ("responses", ("vllm.entrypoints.openai.responses.serving", "vllm.entrypoints.openai.serving_responses"),
+         "OpenAIServingResponses"),
+        ("messages", ("vllm.entrypoints.anthropic.serving", "vllm.entrypoints.anthropic.serving_messages"),
+         "AnthropicServingMessages"),
+    ):
+        mod = None
+        for name in names:
+            try:
+                mod = _import(name)
+                break
+            except ModuleNotFoundError as e:
+                if not name.startswith(e.name or "?"):
+                    raise
+        if mod is None:
+            out[api] = None
+            continue
+        kw = dict(common, chat_template=None, chat_template_content_format="auto")
+        if api == "messages":
+            kw["response_role"] = "assistant"
+        out[api] = (mod, build(getattr(mod, cls_name), **kw))
+    return out
+
+
+async def endpoint_request(endpoints, sc):
+    """One /v1/responses or /v1/messages request, serialized as vLLM's API
+    router does: a full response as its JSON body, a stream as its data:
+    events."""
+    import importlib
+
+    api, stream = sc["api"], sc["req"].get("stream", False)
+    if endpoints.get(api) is None:
+        return {"kind": "absent"}
+    mod, serving = endpoints[api]
+    if api == "responses":
+        proto = importlib.import_module(mod.__name__.rsplit(".", 1)[0] + ".protocol") \
+            if mod.__name__.endswith(".serving") else importlib.import_module("vllm.entrypoints.openai.protocol")
+        req = proto.ResponsesRequest(model="tiny", input="hi", max_output_tokens=64, temperature=0.0, **sc["req"])
+        res = await serving.create_responses(req, None)
+        dump = lambda r: r.model_dump(mode="json", by_alias=True)  # noqa: E731
+    else:
+        proto = importlib.import_module("vllm.entrypoints.anthropic.protocol")
+        req = proto.AnthropicMessagesRequest(model="tiny", max_tokens=64, temperature=0.0,
+                                             messages=[{"role": "user", "content": "hi"}], **sc["req"])
+        res = await serving.create_messages(req, None)
+        dump = lambda r: r.model_dump(exclude_none=True)  # noqa: E731
+    if not stream or not hasattr(res, "__aiter__"):
+        if not hasattr(res, "model_dump"):
+            return {"kind": "error", "body": repr(res)}
+        return {"kind": type(res).__name__, "body": json.loads(json.dumps(dump(res))),
+                "body_json": json.loads(res.model_dump_json())}
+    events = []
+    async for item in res:
+        if not isinstance(item, str):  # Responses events: the router's SSE conversion
+            item = f"data: {item.model_dump_json(indent=None, by_alias=True)}\n\n"
+        for part in item.split("\n"):
+            part = part.strip()
+            if part.startswith("data: ") and part != "data: [DONE]":
+                events.append(json.loads(part[6:]))
+    return {"kind": "stream", "events": events}
 
 
 def _import(name):
@@ -421,7 +596,7 @@ def _same_timings(got, want):
 def _normalize(v):
     """Drop what differs between two runs by nature: creation time, ids."""
     if isinstance(v, dict):
-        return {k: _normalize(x) for k, x in v.items() if k not in ("created", "id")}
+        return {k: _normalize(x) for k, x in v.items() if k not in ("created", "created_at", "id", "item_id")}
     if isinstance(v, list):
         return [_normalize(x) for x in v]
     return v
@@ -433,6 +608,17 @@ def _strip_timings(v):
     if isinstance(v, list):
         return [_strip_timings(x) for x in v]
     return v
+
+
+def _racy_cached(event, racy):
+    """The event without usage.prompt_tokens_details.cached_tokens when that
+    count depends on the order vLLM merged several prompts' streams in."""
+    details = (event.get("usage") or {}).get("prompt_tokens_details")
+    if not racy or not isinstance(details, dict) or "cached_tokens" not in details:
+        return event
+    event = dict(event, usage=dict(event["usage"], prompt_tokens_details=dict(details)))
+    del event["usage"]["prompt_tokens_details"]["cached_tokens"]
+    return event
 
 
 # vLLM's metrics fields the patch clears where it adds timings.
@@ -473,7 +659,7 @@ def check(patched_path, unpatched_path):
         return 1
     bad = 0
     mode = ", per-request metrics on" if pat.get("per_request_metrics") else ""
-    print(f"vLLM {pat['vllm']}{mode}: {len(SCENARIOS)} scenarios, patched against unpatched")
+    print(f"vLLM {pat['vllm']}{mode}: {len(SCENARIOS)} chat and completion scenarios and {len(ENDPOINT_SCENARIOS)} responses and messages ones, patched against unpatched")
     for name, sc in SCENARIOS.items():
         p, u = pat["scenarios"][name], unp["scenarios"][name]
         fails = []
@@ -510,8 +696,12 @@ def check(patched_path, unpatched_path):
                 usage = {"prompt_tokens": n_prompt, "completion_tokens": n_gen, "_counted": True}
             # Order-insensitive: with two prompts, how their events interleave
             # depends on vLLM's merge of the two engine streams, not on the patch.
-            same = (sorted(json.dumps(e, sort_keys=True) for e in _normalize(_strip_timings(events)))
-                    == sorted(json.dumps(e, sort_keys=True) for e in _normalize(u["events"])))
+            # So does the usage chunk's cached_tokens: vLLM reports the
+            # num_cached_tokens of whichever prompt's output it merged last
+            # (0.30.0 gave 2 patched and 0 unpatched in one sweep).
+            racy = len(sc["prompts"]) > 1
+            same = (sorted(json.dumps(_racy_cached(e, racy), sort_keys=True) for e in _normalize(_strip_timings(events)))
+                    == sorted(json.dumps(_racy_cached(e, racy), sort_keys=True) for e in _normalize(u["events"])))
         else:
             _cleared_metrics(p["body"], u["body"], fails)
             _cleared_metrics(p["body_json"], u["body_json"], fails)
@@ -545,8 +735,122 @@ def check(patched_path, unpatched_path):
         for f in fails:
             print(f"     {f}")
         bad += bool(fails)
-    print(f"{len(SCENARIOS) - bad} passed, {bad} failed")
-    return 1 if bad else 0
+    ebad, skipped = check_endpoints(pat, unp)
+    total = len(SCENARIOS) + len(ENDPOINT_SCENARIOS) - skipped
+    print(f"{total - bad - ebad} passed, {bad + ebad} failed" + (f", {skipped} skipped" if skipped else ""))
+    return 1 if bad or ebad else 0
+
+
+def check_endpoints(pat, unp):
+    """The /v1/responses and /v1/messages scenarios: (failed, skipped)."""
+    bad = skipped = 0
+    for name, sc in ENDPOINT_SCENARIOS.items():
+        p, u = pat["endpoints"][name], unp["endpoints"][name]
+        if p["kind"] == "absent" and u["kind"] == "absent":
+            print(f"skip {name}: this vLLM does not serve /v1/{sc['api']}")
+            skipped += 1
+            continue
+        fails, got, usage = check_endpoint(sc, p, u)
+        want = sc["expect"]
+        if want is None and got is not None:
+            fails.append(f"timings without stats: {got}")
+        elif want is not None and got is None:
+            fails.append("no timings")
+        elif want is not None and not _same_timings(got, want):
+            fails.append(f"timings {got} != expected {want}")
+        bad += report(name, got, usage, fails)
+    return bad, skipped
+
+
+def report(name, got, usage, fails):
+    """Print one scenario's line (and its failures); 1 if it failed."""
+    shown = "" if got is None else (f"prompt_n={got['prompt_n']} cache_n={got['cache_n']} "
+                                    f"predicted_n={got['predicted_n']} prompt_ms={got['prompt_ms']:g} "
+                                    f"predicted_ms={got['predicted_ms']:g}")
+    status = "FAIL" if fails else "ok  "
+    print(f"{status} {name}: {shown or 'no timings'}" + (f" | usage {usage}" if usage else ""))
+    for f in fails:
+        print(f"     {f}")
+    return int(bool(fails))
+
+
+def _usage_counts(api, usage):
+    """(total prompt tokens, cached tokens or None, generated tokens) from a
+    Responses or Messages usage dict, in the endpoint's own meaning:
+    Responses' input_tokens is the whole prompt, cached ones included;
+    Anthropic's input_tokens excludes cache_read_input_tokens and
+    cache_creation_input_tokens (absent: 0)."""
+    if api == "responses":
+        details = usage.get("input_tokens_details") or {}
+        return usage.get("input_tokens"), details.get("cached_tokens"), usage.get("output_tokens")
+    total = usage.get("input_tokens", 0) + (usage.get("cache_read_input_tokens") or 0) \
+        + (usage.get("cache_creation_input_tokens") or 0)
+    return total, usage.get("cache_read_input_tokens"), usage.get("output_tokens")
+
+
+def check_endpoint(sc, p, u):
+    """Where a /v1/responses or /v1/messages response carries timings, and
+    whether the rest of it is unchanged. Returns (failures, timings or None,
+    usage shown)."""
+    api, fails = sc["api"], []
+    if p["kind"] in ("absent", "error") or p["kind"] != u["kind"]:
+        return [f"patched {p['kind']}, unpatched {u['kind']}: {p.get('body', '')}"[:300]], None, None
+    if p["kind"] == "stream":
+        events = p["events"]
+        errors = [e for e in events if e.get("type") == "error" or "error" in e]
+        if errors:
+            fails.append(f"error event: {errors[0]}")
+        if api == "responses":
+            # The terminal event: response.completed, or from 0.33 on
+            # response.incomplete when the output was cut short.
+            terminal = ("response.completed", "response.incomplete")
+            where = [i for i, e in enumerate(events) if e.get("type") in terminal]
+            want_type = events[where[-1]]["type"] if where else "response.completed"
+            if sc.get("finish") != "length" and want_type != "response.completed":
+                fails.append(f"a complete response ends with {want_type}")
+            body = events[where[-1]] if where else {}
+            usage = (body.get("response") or {}).get("usage")
+            if "timings" in (body.get("response") or {}):
+                fails.append(f"{want_type} carries timings inside its response too")
+        else:
+            want_type = "message_delta"
+            where = [i for i, e in enumerate(events) if e.get("type") == want_type and e.get("usage")]
+            usage = events[where[-1]]["usage"] if where else None
+        if len(where) != 1:
+            fails.append(f"{len(where)} {want_type} events, want 1")
+        with_t = [i for i, e in enumerate(events) if "timings" in e]
+        if len(with_t) > 1 or (with_t and with_t != where[-1:]):
+            fails.append(f"timings on events {with_t} ({[events[i].get('type') for i in with_t]}), "
+                         f"want only on the {want_type} event {where[-1:]}")
+        got = events[with_t[-1]]["timings"] if with_t else None
+        same = ([json.dumps(e, sort_keys=True) for e in _normalize(_strip_timings(events))]
+                == [json.dumps(e, sort_keys=True) for e in _normalize(u["events"])])
+    else:
+        # A Responses body with vLLM's own metrics (0.31 on): cleared as on chat.
+        _cleared_metrics(p["body"], u["body"], fails)
+        _cleared_metrics(p["body_json"], u["body_json"], fails)
+        got = p["body"].get("timings")
+        if p["body_json"].get("timings") != got:
+            fails.append("model_dump_json and the router's serialization disagree on timings")
+        usage = p["body"].get("usage")
+        same = (_normalize(_strip_timings(p["body"])) == _normalize(u["body"])
+                and _normalize(_strip_timings(p["body_json"])) == _normalize(u["body_json"]))
+    if not same:
+        fails.append("apart from timings, the patched response differs from the unpatched one")
+    shown = None
+    if usage:
+        prompt, cached, generated = _usage_counts(api, usage)
+        shown = f"{api} input {prompt} (cached {cached}) / output {generated}"
+        if got is not None:
+            if got["prompt_n"] + got["cache_n"] != prompt:
+                fails.append(f"prompt_n + cache_n = {got['prompt_n'] + got['cache_n']} != {prompt} prompt tokens in usage")
+            if cached is not None and got["cache_n"] != cached:
+                fails.append(f"cache_n {got['cache_n']} != {cached} cached tokens in usage")
+            if got["predicted_n"] != generated:
+                fails.append(f"predicted_n {got['predicted_n']} != output_tokens {generated}")
+    elif got is not None:
+        fails.append("timings on a response without usage")
+    return fails, got, shown
 
 
 if __name__ == "__main__":

@@ -18,6 +18,14 @@ Checks, printed one per line, exit status 0 only if all pass:
     model_dump_json() and model_dump() (what the server uses for full
     responses, streams and errors) unchanged, as the last key; without
     stats, the response serializes exactly as one never touched.
+  * the same for the Responses API (ResponsesResponse, and the
+    response.completed / response.incomplete events of a stream, with
+    timings beside "type" and "response", not inside the response) and the
+    Messages API (AnthropicMessagesResponse and the message_delta
+    AnthropicStreamEvent, whose models allow no extra fields: the patch
+    returns an equal object of a subclass that does), through the
+    serializations vLLM's routers use; where this vLLM has no such module,
+    the check says so and is skipped.
 """
 
 import importlib
@@ -211,6 +219,173 @@ for name, build in (
     ("CompletionStreamResponse usage chunk", cmpl_usage_chunk),
 ):
     check(name, model_case(build))
+
+# ------------------------------------------------ /v1/responses, /v1/messages
+
+RESPONSES_SERVING = ("vllm.entrypoints.openai.responses.serving", "vllm.entrypoints.openai.serving_responses")
+MESSAGES_SERVING = ("vllm.entrypoints.anthropic.serving", "vllm.entrypoints.anthropic.serving_messages")
+
+
+def optional_module(names, key):
+    try:
+        mods[key] = import_first(*names)
+    except ModuleNotFoundError:
+        return None
+    if getattr(mods[key], "_llamacpp_timings", None) is not T:
+        raise AssertionError(f"{mods[key].__name__} is not patched (no _llamacpp_timings import)")
+    return mods[key]
+
+
+def model_class(mod, name, *others):
+    """A class from the serving module's namespace, else its protocol's."""
+    for m in (mod,) + others:
+        c = getattr(m, name, None)
+        if c is not None:
+            return c
+    raise AttributeError(f"{mod.__name__} has no {name}")
+
+
+def make(cls, **fields):
+    """cls(**fields) with only the fields this version's model has."""
+    return cls(**{k: v for k, v in fields.items() if k in cls.model_fields})
+
+
+class Context:
+    """Stands for a Responses ConversationContext (observe_turn keys on it)."""
+
+
+def same_dumps(dumps, plain, resp, expect_timings):
+    before = {k: f(plain) for k, f in dumps.items()}
+    for how, dump in dumps.items():
+        got = dump(resp)
+        if expect_timings:
+            if got.get("timings") != EXPECTED:
+                raise AssertionError(f"{how} lost or changed timings: {got.get('timings')!r}")
+            if list(got)[-1] != "timings":
+                raise AssertionError(f"{how}: timings is not the last key: {list(got)}")
+        elif "timings" in got:
+            raise AssertionError(f"{how}: timings without stats: {got['timings']}")
+        rest = {k: v for k, v in got.items() if k != "timings"}
+        if rest != before[how]:
+            raise AssertionError(f"{how}: other fields changed: {rest} != {before[how]}")
+
+
+RESPONSES_DUMPS = {
+    # What the responses router sends for a full response, and for each event.
+    "model_dump(mode='json', by_alias=True)": lambda r: json.loads(json.dumps(r.model_dump(mode="json", by_alias=True))),
+    "model_dump_json(indent=None, by_alias=True)": lambda r: json.loads(r.model_dump_json(indent=None, by_alias=True)),
+    "model_dump_json(indent=None)": lambda r: json.loads(r.model_dump_json(indent=None)),
+}
+MESSAGES_DUMPS = {
+    # The messages router (full message) and the stream converter (events).
+    "model_dump(exclude_none=True)": lambda r: json.loads(json.dumps(r.model_dump(exclude_none=True))),
+    "model_dump_json(exclude_unset=True)": lambda r: json.loads(r.model_dump_json(exclude_unset=True)),
+    "model_dump_json(exclude_unset=True, exclude_none=True)": lambda r: json.loads(
+        r.model_dump_json(exclude_unset=True, exclude_none=True)),
+    "model_dump_json()": lambda r: json.loads(r.model_dump_json()),
+}
+
+
+def responses_cases(mod):
+    proto = importlib.import_module(mod.__name__.rsplit(".", 1)[0] + ".protocol") \
+        if mod.__name__.endswith(".serving") else importlib.import_module("vllm.entrypoints.openai.protocol")
+    from vllm.sampling_params import SamplingParams
+
+    def usage():
+        return make(model_class(mod, "ResponseUsage", proto), input_tokens=PROMPT, output_tokens=COMPLETION,
+                    total_tokens=PROMPT + COMPLETION,
+                    input_tokens_details=make(model_class(mod, "InputTokensDetails", proto), cached_tokens=CACHED,
+                                              cache_write_tokens=0),
+                    output_tokens_details=make(model_class(mod, "OutputTokensDetails", proto), reasoning_tokens=0))
+
+    # One request for every response built here, so they share its id.
+    req = model_class(mod, "ResponsesRequest", proto)(model="m", input="hi")
+
+    def response(status="completed"):
+        return model_class(mod, "ResponsesResponse", proto).from_request(
+            req, SamplingParams(max_tokens=16), model_name="m", created_time=1, output=[], status=status, usage=usage())
+
+    def observed(with_stats):
+        ctx = Context()
+        T.observe_turn(ctx, SimpleNamespace(metrics=STATS if with_stats else None, num_cached_tokens=CACHED, outputs=[]))
+        return ctx
+
+    def full():
+        plain, resp, none = response(), response(), response()
+        T.attach_response(resp, observed(True))
+        T.attach_response(none, observed(False))
+        same_dumps(RESPONSES_DUMPS, plain, resp, True)
+        same_dumps(RESPONSES_DUMPS, plain, none, False)
+        return f"{type(resp).__name__}: timings kept by {len(RESPONSES_DUMPS)} serializations, untouched without stats"
+
+    def event(cls_name, type_, status):
+        def run():
+            cls = model_class(mod, cls_name, proto)
+
+            def build():
+                return cls(type=type_, sequence_number=7, response=response(status))
+
+            plain, ev, none = build(), build(), build()
+            T.attach_response_event(ev, observed(True))
+            T.attach_response_event(none, observed(False))
+            same_dumps(RESPONSES_DUMPS, plain, ev, True)
+            same_dumps(RESPONSES_DUMPS, plain, none, False)
+            if "timings" in RESPONSES_DUMPS["model_dump_json(indent=None, by_alias=True)"](ev)["response"]:
+                raise AssertionError("timings inside the event's response too")
+            return f"{cls.__name__}: timings beside type and response, untouched without stats"
+        return run
+
+    check("ResponsesResponse", full)
+    check("ResponseCompletedEvent", event("ResponseCompletedEvent", "response.completed", "completed"))
+    if getattr(mod, "ResponseIncompleteEvent", None) is not None:
+        check("ResponseIncompleteEvent", event("ResponseIncompleteEvent", "response.incomplete", "incomplete"))
+
+
+def messages_cases(mod):
+    proto = importlib.import_module("vllm.entrypoints.anthropic.protocol")
+    chat_with = SimpleNamespace(timings=dict(EXPECTED))
+    chat_without = SimpleNamespace()
+
+    def message():
+        return proto.AnthropicMessagesResponse(
+            id="m", content=[proto.AnthropicContentBlock(type="text", text="hello")], model="m",
+            stop_reason="end_turn", usage=make(proto.AnthropicUsage, input_tokens=PROMPT - CACHED, output_tokens=COMPLETION,
+                                               cache_read_input_tokens=CACHED))
+
+    def delta():
+        return proto.AnthropicStreamEvent(
+            type="message_delta", delta=proto.AnthropicDelta(stop_reason="end_turn"),
+            usage=make(proto.AnthropicUsage, input_tokens=PROMPT - CACHED, output_tokens=COMPLETION,
+                       cache_read_input_tokens=CACHED))
+
+    def case(build, attach):
+        def run():
+            plain, orig = build(), build()
+            got = attach(orig, chat_with)
+            if not isinstance(got, type(plain)):
+                raise AssertionError(f"{type(got)} is not a {type(plain).__name__}")
+            same_dumps(MESSAGES_DUMPS, plain, got, True)
+            none = build()
+            if attach(none, chat_without) is not none:
+                raise AssertionError("without timings on the chat response, the object must be returned as it is")
+            same_dumps(MESSAGES_DUMPS, plain, none, False)
+            return f"{type(plain).__name__}: timings kept by {len(MESSAGES_DUMPS)} serializations, untouched without"
+        return run
+
+    check("AnthropicMessagesResponse", case(message, T.attach_message))
+    check("AnthropicStreamEvent message_delta", case(delta, T.attach_message_delta))
+
+
+for names, key, cases in ((RESPONSES_SERVING, "responses", responses_cases), (MESSAGES_SERVING, "messages", messages_cases)):
+    try:
+        m = optional_module(names, key)
+    except Exception as e:  # noqa: BLE001
+        results.append((f"import patched {key} serving module", False, f"{type(e).__name__}: {e}"))
+        continue
+    if m is None:
+        print(f"skip /v1/{key}: this vLLM has none of {', '.join(names)}")
+        continue
+    cases(m)
 
 bad = 0
 for name, ok, detail in results:

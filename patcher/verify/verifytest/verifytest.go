@@ -47,6 +47,9 @@ type scenario struct {
 	noUsageChunk           bool
 	streamContentType      string
 	fullCacheHit           bool
+	// timingsInResponse puts a Responses stream's timings inside the
+	// terminal event's response instead of beside it.
+	timingsInResponse bool
 	// vllmMetrics adds vLLM's per-request metrics (--enable-per-request-
 	// metrics) to the responses vLLM gives them (one choice, one prompt):
 	// "all" as vLLM computes them, "cleared" without time_to_first_token_ms
@@ -126,6 +129,15 @@ var scenarios = map[string]scenario{
 		timings: func(t *object, _ *counts) { t.set("draft_n", 4); t.set("draft_n_accepted", 6) }},
 	"draft-good": {doc: "correct, with speculative decoding fields",
 		timings: func(t *object, _ *counts) { t.set("draft_n", 6); t.set("draft_n_accepted", 4) }},
+	"responses-timings-in-response": {doc: "a Responses stream's timings inside response.completed's response, where llama-swap does not look",
+		timingsInResponse: true},
+	"messages-prompt-from-input-tokens": {doc: "on /v1/messages, prompt_n taken as input_tokens - cache_n, though Anthropic's input_tokens already leaves the cache out",
+		timings: func(t *object, c *counts) {
+			if c.endpoint == "messages" && c.cacheN > 0 {
+				c.promptN = max(0, c.promptTokens-c.cacheN-c.createdN-c.cacheN)
+				t.setRates(c)
+			}
+		}},
 	"vllm-metrics": {doc: "correct timings, and vLLM's per-request metrics in full, as before the patch cleared two of their fields",
 		vllmMetrics: "all"},
 	"vllm-metrics-cleared": {doc: "correct timings, and vLLM's per-request metrics without time_to_first_token_ms and mean_itl_ms",
@@ -282,11 +294,17 @@ type request struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"messages"`
-	Prompt        any  `json:"prompt"` // a string or a list of them
-	N             int  `json:"n"`
-	MaxTokens     int  `json:"max_tokens"`
-	Stream        bool `json:"stream"`
-	StreamOptions *struct {
+	// The Responses API's instructions and input, the Messages API's
+	// system.
+	Instructions    string `json:"instructions"`
+	Input           string `json:"input"`
+	System          string `json:"system"`
+	MaxOutputTokens int    `json:"max_output_tokens"`
+	Prompt          any    `json:"prompt"` // a string or a list of them
+	N               int    `json:"n"`
+	MaxTokens       int    `json:"max_tokens"`
+	Stream          bool   `json:"stream"`
+	StreamOptions   *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }
@@ -308,6 +326,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model","owned_by":"verifytest"}]}`, Model)
 	case r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions"):
 		s.complete(w, r.URL.Path == "/v1/chat/completions", req)
+	case r.Method == http.MethodPost && (r.URL.Path == "/v1/responses" || r.URL.Path == "/v1/messages"):
+		s.endpoint(w, strings.TrimPrefix(r.URL.Path, "/v1/"), req)
 	default:
 		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	}
@@ -324,6 +344,12 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 type counts struct {
 	promptTokens, cacheN, promptN, predictedN int
 	promptMS, predictedMS                     float64
+	// endpoint is "chat", "completions", "responses" or "messages".
+	endpoint string
+	// createdN, for /v1/messages, are the prompt tokens written to the
+	// prefix cache (whole blocks of 16), which vLLM 0.26 on reports as
+	// cache_creation_input_tokens and leaves out of input_tokens.
+	createdN int
 }
 
 // prompts are the request's prompts, each as tokens of the fake tokenizer.
@@ -382,7 +408,10 @@ func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
 	}
 	choices := max(req.N, 1)
 	n := perChoice * choices * len(prompts)
-	c := &counts{predictedN: n}
+	c := &counts{predictedN: n, endpoint: "completions"}
+	if chat {
+		c.endpoint = "chat"
+	}
 	var call, lastCached int
 	for _, toks := range prompts {
 		c.promptTokens += len(toks)
@@ -393,17 +422,7 @@ func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
 	c.promptMS = 0.01 * float64(c.promptN)
 	c.predictedMS = 0.02 * float64(perChoice)
 
-	t := &object{}
-	t.set("prompt_n", c.promptN)
-	t.set("prompt_ms", c.promptMS)
-	t.set("prompt_per_token_ms", 0.0)
-	t.set("prompt_per_second", 0.0)
-	t.set("predicted_n", c.predictedN)
-	t.set("predicted_ms", c.predictedMS)
-	t.set("predicted_per_token_ms", 0.0)
-	t.set("predicted_per_second", 0.0)
-	t.set("cache_n", c.cacheN)
-	t.setRates(c)
+	t := newTimings(c)
 	trueCache := c.cacheN
 	if len(prompts) > 1 {
 		trueCache = lastCached // vLLM reports the last prompt's only
@@ -517,6 +536,213 @@ func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
 		send(uc)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// newTimings is the correct timings object for c, in llama-server's order.
+func newTimings(c *counts) *object {
+	t := &object{}
+	for _, k := range []string{"prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_token_ms", "predicted_per_second", "cache_n"} {
+		t.set(k, 0)
+	}
+	t.setRates(c)
+	return t
+}
+
+// endpoint answers /v1/responses and /v1/messages as vLLM does: the same
+// fake model and prefix cache as chat (the instructions or system prompt
+// and the user's message, templated), usage in the endpoint's own meaning
+// (the Responses API's input_tokens is the whole prompt; the Messages
+// API's leaves out what the cache read and wrote, as vLLM 0.26 on with
+// --enable-prompt-tokens-details reports it), and timings on the response
+// or message, on a Responses stream's terminal event beside type and
+// response, and on a Messages stream's message_delta. Their streams name
+// each event on an event: line and end without [DONE].
+func (s *server) endpoint(w http.ResponseWriter, api string, req *request) {
+	system, user, perChoice := req.Instructions, req.Input, req.MaxOutputTokens
+	if api == "messages" {
+		system, perChoice = req.System, req.MaxTokens
+		if len(req.Messages) > 0 {
+			user = req.Messages[len(req.Messages)-1].Content
+		}
+	}
+	if perChoice <= 0 {
+		perChoice = 16
+	}
+	var toks []string
+	for _, m := range [][2]string{{"system", system}, {"user", user}} {
+		toks = append(toks, "<|"+m[0]+"|>", "<|sep|>", "<|sep|>", "<|end|>")
+		toks = append(toks, strings.Fields(m[1])...)
+	}
+	toks = append(toks, "<|assistant|>")
+	c := &counts{endpoint: api, predictedN: perChoice, promptTokens: len(toks)}
+	var call int
+	c.cacheN, call = s.prefill(toks)
+	c.promptN = c.promptTokens - c.cacheN
+	c.createdN = max(0, c.promptTokens/16*16-c.cacheN)
+	c.promptMS = 0.01 * float64(c.promptN)
+	c.predictedMS = 0.02 * float64(perChoice)
+	t := newTimings(c)
+	metrics := s.metrics(c, 1, perChoice)
+	if s.sc.timings != nil {
+		s.sc.timings(t, c)
+	}
+	// The usage of the true counts, as chat would have it, changed by the
+	// scenario, then written in the endpoint's terms.
+	cu := &object{}
+	cu.set("prompt_tokens", c.promptTokens)
+	cu.set("completion_tokens", perChoice)
+	cu.set("prompt_tokens_details", map[string]any{"cached_tokens": c.cacheN})
+	if s.sc.usage != nil {
+		s.sc.usage(cu, c)
+	}
+	prompt, _ := cu.vals["prompt_tokens"].(int)
+	cached, _ := cu.vals["prompt_tokens_details"].(map[string]any)["cached_tokens"].(int)
+	u := &object{}
+	if api == "responses" {
+		u.set("input_tokens", prompt)
+		u.set("input_tokens_details", map[string]any{"cached_tokens": cached})
+		u.set("output_tokens", perChoice)
+		u.set("output_tokens_details", map[string]any{"reasoning_tokens": 0})
+		u.set("total_tokens", prompt+perChoice)
+	} else {
+		u.set("input_tokens", max(0, prompt-cached-c.createdN))
+		u.set("output_tokens", perChoice)
+		u.set("cache_read_input_tokens", cached)
+		u.set("cache_creation_input_tokens", c.createdN)
+	}
+	timings := t
+	if s.sc.noTimings == "all" || (s.sc.noTimings == "stream" && req.Stream) {
+		timings = nil
+	}
+	id := fmt.Sprintf("%s-%d", api, call)
+	text := strings.Repeat("blue ", perChoice)
+	if api == "responses" {
+		resp := func(status string, withUsage bool) *object {
+			o := &object{}
+			o.set("id", id)
+			o.set("object", "response")
+			o.set("model", req.Model)
+			o.set("status", status)
+			if status == "completed" {
+				o.set("output", []any{map[string]any{"type": "message", "id": "msg-" + id, "role": "assistant", "status": "completed",
+					"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}})
+			} else {
+				o.set("output", []any{})
+			}
+			if withUsage {
+				o.set("usage", u)
+			} else {
+				o.set("usage", nil)
+			}
+			return o
+		}
+		if !req.Stream {
+			full := resp("completed", true)
+			if metrics != nil {
+				full.set("metrics", metrics(true))
+			}
+			if timings != nil {
+				full.set("timings", timings)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(encode(full))
+			return
+		}
+		s.streamHeader(w)
+		seq := 0
+		ev := func(typ string) *object {
+			o := &object{}
+			o.set("type", typ)
+			o.set("sequence_number", seq)
+			seq++
+			return o
+		}
+		created := ev("response.created")
+		created.set("response", resp("in_progress", false))
+		sendEvent(w, "response.created", created)
+		for k := 0; k < perChoice; k++ {
+			d := ev("response.output_text.delta")
+			d.set("item_id", "msg-"+id)
+			d.set("output_index", 0)
+			d.set("content_index", 0)
+			d.set("delta", "blue ")
+			sendEvent(w, "response.output_text.delta", d)
+		}
+		done := ev("response.completed")
+		final := resp("completed", true)
+		if metrics != nil { // inside the response, where llama-swap does not look
+			final.set("metrics", metrics(true))
+		}
+		done.set("response", final)
+		if timings != nil {
+			if s.sc.timingsInResponse {
+				final.set("timings", timings)
+			} else {
+				done.set("timings", timings)
+			}
+		}
+		sendEvent(w, "response.completed", done)
+		return
+	}
+	msg := func(content []any, stop any, usage *object) *object {
+		o := &object{}
+		o.set("id", id)
+		o.set("type", "message")
+		o.set("role", "assistant")
+		o.set("content", content)
+		o.set("model", req.Model)
+		o.set("stop_reason", stop)
+		o.set("stop_sequence", nil)
+		o.set("usage", usage)
+		return o
+	}
+	if !req.Stream {
+		full := msg([]any{map[string]any{"type": "text", "text": text}}, "max_tokens", u)
+		if timings != nil {
+			full.set("timings", timings)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(encode(full))
+		return
+	}
+	s.streamHeader(w)
+	ev := func(typ string, kv ...any) *object {
+		o := &object{}
+		o.set("type", typ)
+		for i := 0; i+1 < len(kv); i += 2 {
+			o.set(kv[i].(string), kv[i+1])
+		}
+		return o
+	}
+	// message_start's usage is what vLLM knows before generating.
+	startUsage := &object{}
+	startUsage.set("input_tokens", c.promptTokens)
+	startUsage.set("output_tokens", 0)
+	sendEvent(w, "message_start", ev("message_start", "message", msg([]any{}, nil, startUsage)))
+	sendEvent(w, "content_block_start", ev("content_block_start", "index", 0, "content_block", map[string]any{"type": "text", "text": ""}))
+	for k := 0; k < perChoice; k++ {
+		sendEvent(w, "content_block_delta", ev("content_block_delta", "index", 0, "delta", map[string]any{"type": "text_delta", "text": "blue "}))
+	}
+	sendEvent(w, "content_block_stop", ev("content_block_stop", "index", 0))
+	delta := ev("message_delta", "delta", map[string]any{"stop_reason": "max_tokens", "stop_sequence": nil}, "usage", u)
+	if timings != nil {
+		delta.set("timings", timings)
+	}
+	sendEvent(w, "message_delta", delta)
+	sendEvent(w, "message_stop", ev("message_stop"))
+}
+
+func (s *server) streamHeader(w http.ResponseWriter) {
+	ct := "text/event-stream"
+	if s.sc.streamContentType != "" {
+		ct = s.sc.streamContentType
+	}
+	w.Header().Set("Content-Type", ct)
+}
+
+// sendEvent writes one named server-sent event.
+func sendEvent(w http.ResponseWriter, name string, o *object) {
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, encode(o))
 }
 
 // metrics returns, for a scenario with vLLM's per-request metrics and a

@@ -1,0 +1,187 @@
+# Timings for /v1/responses (the OpenAI Responses API, vLLM v0.10 on).
+#
+# Every Responses call runs its engine requests through one generator
+# (_generate_with_builtin_tools, from v0.10.1; a tool loop runs several);
+# observe_turn sees each RequestOutput there, keyed by the call's
+# conversation context. The non-streamed response gets timings where it is
+# built; a stream gets them on its terminal event (response.completed, or
+# response.incomplete), set in the stream's one helper every event passes
+# through before it is sent (_send_event in v0.10.1 to v0.10.2, then
+# _increment_sequence_number_and_return). responses_full_generator also
+# builds the final response of a stream, which must not carry timings a
+# second time inside the event: hence "if not request.stream".
+#
+# Four sets, one per shape; the files they edit tell them apart:
+#   responses-v0.10.0   v0.10.0: serving_responses.py, no stream, no context
+#   responses-modules   v0.10.1 to v0.14.1: serving_responses.py, the
+#                       generator in serving_engine.py (OpenAIServing)
+#   responses-engine    v0.15.0 to v0.18.1: responses/serving.py, the
+#                       generator in engine/serving.py (OpenAIServing)
+#   responses-packages  v0.19.0 on: responses/serving.py holds both
+patchset "responses-v0.10.0" {
+  part        = "responses"
+  description = "timings for /v1/responses, non-streamed only (serving_responses.py, one engine request per call)"
+  covers      = ["v0.10.0"]
+
+  file "vllm/_llamacpp_timings.py" {
+    create = builtin("llamacpp_timings.py")
+  }
+
+  file "vllm/entrypoints/openai/serving_responses.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    # v0.10.0 reads the engine's outputs itself, in the full generator; later
+    # versions read a conversation context there.
+    require "single-request" {
+      in    = "OpenAIServingResponses.responses_full_generator"
+      match = "final_res = res"
+    }
+
+    edit "full-response" {
+      in    = "OpenAIServingResponses.responses_full_generator"
+      match = "response = ResponsesResponse.from_request("
+      at    = "after"
+      code  = "_llamacpp_timings.attach_response_output(response, final_res)"
+    }
+  }
+}
+
+patchset "responses-modules" {
+  part        = "responses"
+  description = "timings for /v1/responses (serving_responses.py; the engine requests in OpenAIServing._generate_with_builtin_tools, serving_engine.py)"
+  covers      = ["v0.10.1", "v0.10.1.1", "v0.10.2", "v0.11.0", "v0.11.1", "v0.11.2", "v0.12.0", "v0.13.0", "v0.14.0", "v0.14.1"]
+
+  file "vllm/_llamacpp_timings.py" {
+    create = builtin("llamacpp_timings.py")
+  }
+
+  file "vllm/entrypoints/openai/serving_engine.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    edit "observe-turn" {
+      in    = "OpenAIServing._generate_with_builtin_tools"
+      match = "async for res in generator:"
+      at    = "body_start"
+      code  = "_llamacpp_timings.observe_turn(context, res)"
+    }
+  }
+
+  file "vllm/entrypoints/openai/serving_responses.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    edit "full-response" {
+      in    = "OpenAIServingResponses.responses_full_generator"
+      match = "response = ResponsesResponse.from_request("
+      at    = "after"
+      code  = <<-PY
+        if not request.stream:
+            _llamacpp_timings.attach_response(response, context)
+      PY
+    }
+
+    edit "stream-terminal-event" {
+      in    = "OpenAIServingResponses.responses_stream_generator"
+      regex = "^def (_send_event|_increment_sequence_number_and_return)\\("
+      at    = "body_start"
+      code  = "_llamacpp_timings.attach_response_event(event, context)"
+    }
+  }
+}
+
+patchset "responses-engine" {
+  part        = "responses"
+  description = "timings for /v1/responses (responses/serving.py; the engine requests in OpenAIServing._generate_with_builtin_tools, engine/serving.py)"
+  covers      = ["v0.15.0", "v0.15.1", "v0.16.0", "v0.17.0", "v0.17.1", "v0.18.0", "v0.18.1"]
+
+  file "vllm/_llamacpp_timings.py" {
+    create = builtin("llamacpp_timings.py")
+  }
+
+  file "vllm/entrypoints/openai/engine/serving.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    edit "observe-turn" {
+      in    = "OpenAIServing._generate_with_builtin_tools"
+      match = "async for res in generator:"
+      at    = "body_start"
+      code  = "_llamacpp_timings.observe_turn(context, res)"
+    }
+  }
+
+  file "vllm/entrypoints/openai/responses/serving.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    edit "full-response" {
+      in    = "OpenAIServingResponses.responses_full_generator"
+      match = "response = ResponsesResponse.from_request("
+      at    = "after"
+      code  = <<-PY
+        if not request.stream:
+            _llamacpp_timings.attach_response(response, context)
+      PY
+    }
+
+    edit "stream-terminal-event" {
+      in    = "OpenAIServingResponses.responses_stream_generator"
+      match = "def _increment_sequence_number_and_return("
+      at    = "body_start"
+      code  = "_llamacpp_timings.attach_response_event(event, context)"
+    }
+  }
+}
+
+patchset "responses-packages" {
+  part        = "responses"
+  description = "timings for /v1/responses (responses/serving.py, which runs the engine requests itself)"
+  covers      = ["v0.19.0 to v0.25.1 (every release)", "0.26.0 to 0.34.0 (PyPI)", "nightly-07351e088", "nightly-1acd67a"]
+
+  file "vllm/_llamacpp_timings.py" {
+    create = builtin("llamacpp_timings.py")
+  }
+
+  file "vllm/entrypoints/openai/responses/serving.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    edit "observe-turn" {
+      in    = "OpenAIServingResponses._generate_with_builtin_tools"
+      match = "async for res in generator:"
+      at    = "body_start"
+      code  = "_llamacpp_timings.observe_turn(context, res)"
+    }
+
+    edit "full-response" {
+      in    = "OpenAIServingResponses.responses_full_generator"
+      match = "response = ResponsesResponse.from_request("
+      at    = "after"
+      code  = <<-PY
+        if not request.stream:
+            _llamacpp_timings.attach_response(response, context)
+      PY
+    }
+
+    edit "stream-terminal-event" {
+      in    = "OpenAIServingResponses.responses_stream_generator"
+      match = "def _increment_sequence_number_and_return("
+      at    = "body_start"
+      code  = "_llamacpp_timings.attach_response_event(event, context)"
+    }
+  }
+}
