@@ -564,6 +564,7 @@ func BenchmarkOpenFixture(b *testing.B) {
 		}
 	}
 }
+
 // noNewPyflakesIn checks one patched site: pyflakes finds on each file of
 // orig (rel → original content, written to a temporary directory) what it
 // found before, and nothing on the module; two pyflakes runs.
