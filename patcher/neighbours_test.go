@@ -28,29 +28,18 @@ const neighboursGolden = "testdata/golden/patchset-neighbours.diff"
 func TestPatchSetNeighbours(t *testing.T) {
 	byPart := map[string][]*spec.PatchSet{}
 	var parts []string
-	names, err := fs.Glob(patchsets.FS, "*.hcl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(names)
 	text := map[string]string{} // set name → its block's HCL
-	for _, name := range names {
-		src, err := fs.ReadFile(patchsets.FS, name)
+	for _, s := range parseEmbedded(t) {
+		file := strings.TrimPrefix(s.Source, "embedded:")
+		src, err := fs.ReadFile(patchsets.FS, file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sets, d := spec.Parse("embedded:"+name, src, spec.Assets{Builtin: patchsets.FS})
-		if d.HasErrors() {
-			t.Fatalf("%s: %s", name, d.Error())
+		text[s.Name] = block(t, file, strings.SplitAfter(string(src), "\n"), s.Range.Start.Line)
+		if byPart[s.Part] == nil {
+			parts = append(parts, s.Part)
 		}
-		lines := strings.SplitAfter(string(src), "\n")
-		for _, s := range sets {
-			text[s.Name] = block(t, name, lines, s.Range.Start.Line)
-			if byPart[s.Part] == nil {
-				parts = append(parts, s.Part)
-			}
-			byPart[s.Part] = append(byPart[s.Part], s)
-		}
+		byPart[s.Part] = append(byPart[s.Part], s)
 	}
 	sort.Strings(parts)
 	var b strings.Builder
