@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 var update = flag.Bool("update", false, "rewrite nixos/tests/expected.json from the module's evaluation")
@@ -129,11 +130,7 @@ func TestModuleEval(t *testing.T) {
 // and the sample's mkModel entries with what `nix model` prints for the
 // same arguments (modelCLI). A build without those commands fails.
 func TestModuleMatchesCLI(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "vllm-timings")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/vllm-timings")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testtree.VllmTimings(t)
 	run := func(args ...string) []byte {
 		t.Helper()
 		out, err := exec.Command(bin, args...).Output()

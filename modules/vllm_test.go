@@ -7,48 +7,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// vllmTimings builds the binary once per test process, into a directory
-// that looks like the package's output: DIR/bin/vllm-timings.
+// vllmTimings gives the binary (testtree.VllmTimings) in a directory that
+// looks like the package's output: PKG/bin/vllm-timings, a link to it.
 func vllmTimings(t *testing.T) (pkg, exe string) {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "vllm-timings-pkg-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "bin", "vllm-timings")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/vllm-timings").CombinedOutput()
-		if err != nil {
-			binErr = err
-			binPath = string(out)
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("go build: %v\n%s", binErr, binPath)
+	built := testtree.VllmTimings(t)
+	pkg = t.TempDir()
+	exe = filepath.Join(pkg, "bin", "vllm-timings")
+	if err := os.Mkdir(filepath.Dir(exe), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Dir(filepath.Dir(binPath)), binPath
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" && binErr == nil {
-		os.RemoveAll(filepath.Dir(filepath.Dir(binPath)))
+	if err := os.Symlink(built, exe); err != nil {
+		t.Fatal(err)
 	}
-	os.Exit(code)
+	return pkg, exe
 }
 
 // standins are a Python package derivation with what patchVllm reads

@@ -178,4 +178,10 @@
 // anchor of the closest sets, what matched, what did not and the closest
 // statements, and writes the closest set as a skeleton to adapt
 // (Session.Diagnose, Diagnosis.Skeleton).
+//
+// No run parses the embedded HCL: patchsets_gen.go holds the sets as Go
+// values, generated from patchsets/*.hcl (go generate ./patcher), and
+// TestEmbeddedSetsGenerated fails while the two differ. The sets repeat
+// each other on purpose; testdata/golden/patchset-neighbours.diff pins
+// what differs between neighbours (TestPatchSetNeighbours).
 package patcher

@@ -156,7 +156,7 @@ func TestEndpointApplyRevert(t *testing.T) {
 				}
 			}
 			pyCompile(t, append(paths, filepath.Join(site, module))...)
-			noNewPyflakes(t, site, orig)
+			noNewPyflakesIn(t, site, orig)
 			names := exec.Command(py, append([]string{filepath.Join("..", "scripts", "compat-names.py")}, paths...)...)
 			if out, err := names.CombinedOutput(); err != nil {
 				t.Errorf("compat-names.py: %v\n%s", err, out)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 // TestFailuresChangeNothing covers every way apply can refuse: each gives
@@ -121,7 +122,7 @@ func TestReadOnlyTree(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another user")
 	}
-	goBin := requireTool(t, "go")
+	built := testtree.VllmTimings(t)
 	dir, err := os.MkdirTemp("", "vllm-timings-ro-")
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +132,8 @@ func TestReadOnlyTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "vllm-timings")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "../cmd/vllm-timings").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := testtree.CopyFile(bin, built, 0o755); err != nil { // where the other user can run it
+		t.Fatal(err)
 	}
 	site := filepath.Join(dir, "site")
 	if err := os.Mkdir(site, 0o755); err != nil {

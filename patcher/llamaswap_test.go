@@ -9,7 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -194,9 +198,12 @@ var (
 	theOracle  *oracle
 )
 
-// TestMain stops the llama-swap the tests shared, if one was started.
+// TestMain puts the real python3 first on PATH (testtree.PythonFirstOnPath)
+// and stops the llama-swap the tests shared, if one was started.
 func TestMain(m *testing.M) {
+	cleanup := testtree.PythonFirstOnPath()
 	code := m.Run()
+	cleanup()
 	if theOracle != nil {
 		theOracle.ls.Stop()
 		theOracle.srv.Close()
@@ -342,6 +349,11 @@ func TestLlamaSwapRecordsTheTruth(t *testing.T) {
 	py := requireTool(t, "python3")
 	testtree.RequirePythonModule(t, py, "pydantic")
 	o := llamaSwapOracle(t)
+	var jobs []driveJob
+	for _, fx := range fixtures {
+		jobs = append(jobs, jobsOf(fx, false)...)
+	}
+	driveAll(t, py, jobs...)
 	for _, fx := range fixtures {
 		for _, perRequest := range perRequestModes(fx) {
 			mode := fx.name + modeName(perRequest)
@@ -489,6 +501,7 @@ func TestLlamaSwapWithoutTheFix(t *testing.T) {
 	if !fx.ownMetrics {
 		t.Fatalf("fixture %s has no per-request metrics", fx.name)
 	}
+	driveAll(t, py, driveJob{fx.name, true, true}, driveJob{fx.name, false, true})
 	patched := exchanges(t, drive(t, py, fx, true, true))
 	unpatched := exchanges(t, drive(t, py, fx, false, true))
 	checked := 0
@@ -654,24 +667,82 @@ type level2Body struct {
 	Events []json.RawMessage `json:"events"`
 }
 
-var driven sync.Map // "fixture/patched/mode" → drive_serving.py's output
+// driveJob is one run of drive_serving.py: a fresh copy of a fixture,
+// patched or not, with vLLM's per-request metrics on or off.
+type driveJob struct {
+	fixture             string
+	patched, perRequest bool
+}
 
-// drive runs drive_serving.py on a fresh copy of fixture fx, patched or
-// not, with vLLM's per-request metrics on or off. The output is the same
-// every time, so each combination runs once per test process.
-func drive(t *testing.T, py string, fx fixtureTree, patched, perRequest bool) []byte {
-	t.Helper()
-	key := fmt.Sprintf("%s/%v/%v", fx.name, patched, perRequest)
-	if out, ok := driven.Load(key); ok {
-		return out.([]byte)
-	}
-	site := fixture(t, fx.name)
-	if patched {
-		if _, err := open(t, site).Apply(); err != nil {
-			t.Fatal(err)
+// jobsOf lists fx's runs (perRequestModes), patched, and unpatched too
+// when both is set.
+func jobsOf(fx fixtureTree, both bool) []driveJob {
+	var jobs []driveJob
+	for _, perRequest := range perRequestModes(fx) {
+		jobs = append(jobs, driveJob{fx.name, true, perRequest})
+		if both {
+			jobs = append(jobs, driveJob{fx.name, false, perRequest})
 		}
 	}
-	out := driveRaw(t, py, site, perRequest)
-	driven.Store(key, out)
-	return out
+	return jobs
+}
+
+var driven struct {
+	sync.Mutex
+	out map[driveJob][]byte
+}
+
+// driveAll gives drive_serving.py's output for each job. The output is the
+// same every time, so each job runs once per test process; the jobs not
+// run yet run together in one python3 (drive_serving.py --batch), so a
+// test asks for all its jobs before its subtests start.
+func driveAll(t *testing.T, py string, jobs ...driveJob) map[driveJob][]byte {
+	t.Helper()
+	driven.Lock()
+	defer driven.Unlock()
+	if driven.out == nil {
+		driven.out = map[driveJob][]byte{}
+	}
+	var todo []driveJob
+	var batch [][3]any
+	dir := t.TempDir()
+	for _, j := range jobs {
+		if _, ok := driven.out[j]; ok || slices.Contains(todo, j) {
+			continue
+		}
+		site := filepath.Join(dir, strconv.Itoa(len(todo)))
+		if err := testtree.Unpack(j.fixture, site); err != nil {
+			t.Fatal(err)
+		}
+		if j.patched {
+			if _, err := open(t, site).Apply(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		todo = append(todo, j)
+		batch = append(batch, [3]any{site, j.perRequest, site + ".json"})
+	}
+	if len(todo) > 0 {
+		in, _ := json.Marshal(batch)
+		cmd := exec.Command(py, filepath.Join("testdata", "python", "drive_serving.py"), "--batch")
+		cmd.Stdin = bytes.NewReader(in)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("drive_serving.py --batch: %v\n%s", err, out)
+		}
+		for i, j := range todo {
+			driven.out[j] = []byte(readFile(t, batch[i][2].(string)))
+		}
+	}
+	res := map[driveJob][]byte{}
+	for _, j := range jobs {
+		res[j] = driven.out[j]
+	}
+	return res
+}
+
+// drive is driveAll for one job.
+func drive(t *testing.T, py string, fx fixtureTree, patched, perRequest bool) []byte {
+	t.Helper()
+	j := driveJob{fx.name, patched, perRequest}
+	return driveAll(t, py, j)[j]
 }

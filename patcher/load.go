@@ -33,32 +33,25 @@ func (l *Library) All() []*spec.PatchSet {
 	return append(append([]*spec.PatchSet(nil), l.User...), l.Embedded...)
 }
 
-// LoadLibrary parses the embedded patch sets and the user's files. A user
-// set with the name of an embedded one replaces it.
+// LoadLibrary returns the embedded patch sets (parsed at build time, see
+// patchsets_gen.go) and parses the user's files. A user set with the name
+// of an embedded one replaces it.
+//
+//go:generate go test -run TestEmbeddedSetsGenerated -update
 func LoadLibrary(userFiles []string) (*Library, error) {
 	lib := &Library{sources: map[string][]byte{}}
 	var diags hcl.Diagnostics
-	embedded, err := fs.Glob(patchsets.FS, "*.hcl")
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(embedded)
-	for _, name := range embedded {
-		src, err := fs.ReadFile(patchsets.FS, name)
-		if err != nil {
-			return nil, err
+	// The embedded sets were parsed when patchsets_gen.go was generated;
+	// their HCL is kept only to render diagnostics and for Source.
+	lib.Embedded = embeddedSets()
+	for _, s := range lib.Embedded {
+		if _, ok := lib.sources[s.Source]; !ok {
+			src, err := fs.ReadFile(patchsets.FS, strings.TrimPrefix(s.Source, "embedded:"))
+			if err != nil {
+				return nil, err
+			}
+			lib.sources[s.Source] = src
 		}
-		fn := "embedded:" + name
-		lib.sources[fn] = src
-		sets, d := spec.Parse(fn, src, spec.Assets{Builtin: patchsets.FS})
-		if d.HasErrors() {
-			// The embedded sets are tested; failing here is a bug.
-			panic("embedded patch set " + name + " is invalid: " + d.Error())
-		}
-		for _, s := range sets {
-			s.Embedded = true
-		}
-		lib.Embedded = append(lib.Embedded, sets...)
 	}
 	for _, file := range userFiles {
 		src, err := readPatchSetFile(file)
@@ -86,6 +79,27 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 	lib.Embedded = kept
 	return lib, nil
 }
+
+// asset is the content of an embedded asset as a create attribute holds
+// it: builtin("name") in patchsets_gen.go.
+func asset(name string) *string {
+	b, err := fs.ReadFile(patchsets.FS, name)
+	if err != nil {
+		panic("patchsets_gen.go names a missing asset: " + err.Error())
+	}
+	return assetContent(b)
+}
+
+// assetContent is b ending in a newline, as spec.Parse stores a create.
+func assetContent(b []byte) *string {
+	s := string(b)
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return &s
+}
+
+func ptr(s string) *string { return &s }
 
 // MaxPatchSetSize is the largest --patchset file read: the embedded sets
 // are a few KiB, and a limit keeps a wrong path (a device, a log) from

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -32,66 +33,78 @@ func pythonWith(t *testing.T, py string, env []string, args ...string) (string, 
 func TestOverlayServesThePatch(t *testing.T) {
 	py := requireTool(t, "python3")
 	testtree.RequirePythonModule(t, py, "pydantic")
+	var jobs []driveJob
+	sites, overlays := map[string]string{}, map[string]string{}
 	for _, fx := range fixtures {
-		t.Run(fx.name, func(t *testing.T) {
-			t.Parallel()
-			site, inPlace, ov := fixture(t, fx.name), fixture(t, fx.name), filepath.Join(t.TempDir(), "overlay")
-			// Bytecode for the originals, so loading one from its .pyc
-			// would show too.
-			if out, err := exec.Command(py, "-m", "compileall", "-q", site).CombinedOutput(); err != nil {
-				t.Fatalf("compileall: %v\n%s", err, out)
-			}
-			before := hash(t, site)
-			res, err := open(t, site).ApplyOverlay(ov)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Needed || len(res.Written) != len(fx.edits)+3 { // the edits, the module, hook, manifest
-				t.Errorf("written %v, want the %d edited files, the created module, hook and manifest", res.Written, len(fx.edits))
-			}
-			if after := hash(t, site); after != before {
-				t.Fatal("apply --overlay changed the tree")
-			}
-			if _, err := open(t, inPlace).Apply(); err != nil {
-				t.Fatal(err)
-			}
-
-			env := []string{"PYTHONPATH=" + ov + string(filepath.ListSeparator) + site, "PYTHONDONTWRITEBYTECODE=1"}
-			out, stderr, err := pythonWith(t, py, env, filepath.Join("testdata", "python", "overlay_check.py"), ov)
-			if err != nil {
-				t.Fatalf("overlay_check.py: %v\n%s%s", err, out, stderr)
-			}
-			for _, rel := range append([]string{module}, fx.edits...) {
-				name, _ := moduleName(rel)
-				if !strings.Contains(out, "served "+name+"\n") {
-					t.Errorf("overlay_check.py did not import %s:\n%s", name, out)
+		jobs = append(jobs, driveJob{fx.name, true, false})
+		sites[fx.name] = fixture(t, fx.name)
+		overlays[fx.name] = filepath.Join(t.TempDir(), "overlay") // kept for the hooks' check below
+	}
+	inPlace := driveAll(t, py, jobs...)
+	// Bytecode for the originals, so loading one from its .pyc would
+	// show too: one compileall for every tree.
+	args := []string{"-m", "compileall", "-q"}
+	for _, fx := range fixtures {
+		args = append(args, sites[fx.name])
+	}
+	if out, err := exec.Command(py, args...).CombinedOutput(); err != nil {
+		t.Fatalf("compileall: %v\n%s", err, out)
+	}
+	var mu sync.Mutex
+	var hooks []string
+	t.Run("fixtures", func(t *testing.T) {
+		for _, fx := range fixtures {
+			t.Run(fx.name, func(t *testing.T) {
+				t.Parallel()
+				site, ov := sites[fx.name], overlays[fx.name]
+				before := hash(t, site)
+				res, err := open(t, site).ApplyOverlay(ov)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
+				if !res.Needed || len(res.Written) != len(fx.edits)+3 { // the edits, the module, hook, manifest
+					t.Errorf("written %v, want the %d edited files, the created module, hook and manifest", res.Written, len(fx.edits))
+				}
+				if after := hash(t, site); after != before {
+					t.Fatal("apply --overlay changed the tree")
+				}
 
-			viaOverlay, stderr, err := pythonWith(t, py, []string{"PYTHONPATH=" + ov}, filepath.Join("testdata", "python", "drive_serving.py"), site)
-			if err != nil {
-				t.Fatalf("drive_serving.py through the overlay: %v\n%s", err, stderr)
-			}
-			patched, _, err := pythonWith(t, py, nil, filepath.Join("testdata", "python", "drive_serving.py"), inPlace)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(viaOverlay, `"timings"`) {
-				t.Fatal("no timings through the overlay")
-			}
-			if diff := cmp.Diff(patched, viaOverlay); diff != "" {
-				t.Errorf("responses through the overlay differ from the tree patched in place (-in place +overlay):\n%s", diff)
-			}
-			if after := hash(t, site); after != before {
-				t.Fatal("running through the overlay changed the tree")
-			}
-
-			// The generated hook is clean Python.
-			pyCompile(t, filepath.Join(ov, overlayHookName))
-			if msgs := pyflakesFindings(t, filepath.Join(ov, overlayHookName)); len(msgs) > 0 {
-				t.Errorf("pyflakes on the hook: %v", msgs)
-			}
-		})
+				// One Python drives the serving code through the overlay,
+				// then checks what it imported.
+				driven := filepath.Join(t.TempDir(), "driven.json")
+				env := []string{"PYTHONPATH=" + ov + string(filepath.ListSeparator) + site, "PYTHONDONTWRITEBYTECODE=1"}
+				out, stderr, err := pythonWith(t, py, env, filepath.Join("testdata", "python", "overlay_check.py"), ov, "--drive", site, driven)
+				if err != nil {
+					t.Fatalf("overlay_check.py: %v\n%s%s", err, out, stderr)
+				}
+				for _, rel := range append([]string{module}, fx.edits...) {
+					name, _ := moduleName(rel)
+					if !strings.Contains(out, "served "+name+"\n") {
+						t.Errorf("overlay_check.py did not import %s:\n%s", name, out)
+					}
+				}
+				viaOverlay := readFile(t, driven)
+				if !strings.Contains(viaOverlay, `"timings"`) {
+					t.Fatal("no timings through the overlay")
+				}
+				if diff := cmp.Diff(string(inPlace[driveJob{fx.name, true, false}]), viaOverlay); diff != "" {
+					t.Errorf("responses through the overlay differ from the tree patched in place (-in place +overlay):\n%s", diff)
+				}
+				if after := hash(t, site); after != before {
+					t.Fatal("running through the overlay changed the tree")
+				}
+				mu.Lock()
+				hooks = append(hooks, filepath.Join(ov, overlayHookName))
+				mu.Unlock()
+			})
+		}
+	})
+	// The generated hooks are clean Python.
+	if len(hooks) > 0 {
+		pyCompile(t, hooks...)
+		if msgs := pyflakesFindings(t, hooks...); len(msgs) > 0 {
+			t.Errorf("pyflakes on the hooks: %v", msgs)
+		}
 	}
 }
 
@@ -291,7 +304,7 @@ func TestOverlayAsAnotherUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another user")
 	}
-	goBin := requireTool(t, "go")
+	built := testtree.VllmTimings(t)
 	dir, err := os.MkdirTemp("", "vllm-timings-overlay-")
 	if err != nil {
 		t.Fatal(err)
@@ -301,8 +314,8 @@ func TestOverlayAsAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "vllm-timings")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "../cmd/vllm-timings").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := testtree.CopyFile(bin, built, 0o755); err != nil { // where the other user can run it
+		t.Fatal(err)
 	}
 	site := filepath.Join(dir, "site")
 	if err := testtree.Unpack("openai-packages", site); err != nil {

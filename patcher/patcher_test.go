@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,61 +66,80 @@ func TestPythonTimingsModule(t *testing.T) {
 // pyflakes findings, a second apply writes nothing, and revert restores
 // every byte.
 func TestApplyRevertFixture(t *testing.T) {
-	for _, fx := range fixtures {
-		t.Run(fx.name, func(t *testing.T) {
-			t.Parallel()
-			site := fixture(t, fx.name)
-			before := hash(t, site)
-			orig := map[string]string{}
-			for _, f := range fx.edits {
-				orig[f] = readFile(t, filepath.Join(site, f))
-			}
-
-			s := open(t, site)
-			if s.Sel.Chosen == nil || s.Sel.Chosen.Set.Name != fx.set {
-				t.Fatalf("chosen set: %+v, want %s", s.Sel, fx.set)
-			}
-			done, err := s.Apply()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := []string{"created " + module}
-			for _, f := range fx.edits {
-				want = append(want, "patched "+f)
-			}
-			if diff := cmp.Diff(want, done); diff != "" {
-				t.Errorf("apply (-want +got):\n%s", diff)
-			}
-			compiled := []string{filepath.Join(site, module)}
-			for _, f := range fx.edits {
-				compiled = append(compiled, filepath.Join(site, f))
-			}
-			pyCompile(t, compiled...)
-			noNewPyflakes(t, site, orig)
-
-			again := open(t, site)
-			if done, err := again.Apply(); err != nil || len(done) != 0 {
-				t.Fatalf("second apply wrote %v (err %v); want nothing", done, err)
-			}
-			if st := again.Status(); st.State != Patched {
-				t.Errorf("status after apply = %s, want patched", st.State)
-			}
-			if _, err := again.Revert(false); err != nil {
-				t.Fatal(err)
-			}
-			if after := hash(t, site); after != before {
-				t.Fatalf("revert: tree hash %s, want original %s", after, before)
-			}
-			for rel, content := range orig {
-				if got := readFile(t, filepath.Join(site, rel)); got != content {
-					t.Errorf("revert: %s differs from the original", rel)
+	// Each fixture's original and patched files, kept for one py_compile
+	// and one pyflakes over every fixture once all are done.
+	keep := t.TempDir()
+	var mu sync.Mutex
+	var done []fixtureTree
+	t.Run("fixtures", func(t *testing.T) {
+		for _, fx := range fixtures {
+			t.Run(fx.name, func(t *testing.T) {
+				t.Parallel()
+				site := fixture(t, fx.name)
+				before := hash(t, site)
+				orig := map[string]string{}
+				for _, f := range fx.edits {
+					orig[f] = readFile(t, filepath.Join(site, f))
 				}
-			}
-			if _, err := os.Stat(filepath.Join(site, module)); !os.IsNotExist(err) {
-				t.Errorf("revert left %s behind", module)
-			}
-		})
+
+				s := open(t, site)
+				if s.Sel.Chosen == nil || s.Sel.Chosen.Set.Name != fx.set {
+					t.Fatalf("chosen set: %+v, want %s", s.Sel, fx.set)
+				}
+				applied, err := s.Apply()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := []string{"created " + module}
+				for _, f := range fx.edits {
+					want = append(want, "patched "+f)
+				}
+				if diff := cmp.Diff(want, applied); diff != "" {
+					t.Errorf("apply (-want +got):\n%s", diff)
+				}
+				for _, rel := range append([]string{module}, fx.edits...) {
+					if content, ok := orig[rel]; ok {
+						mkFile(t, filepath.Join(keep, fx.name, "orig", rel), content)
+					}
+					mkFile(t, filepath.Join(keep, fx.name, "patched", rel), readFile(t, filepath.Join(site, rel)))
+				}
+				mu.Lock()
+				done = append(done, fx)
+				mu.Unlock()
+
+				again := open(t, site)
+				if applied, err := again.Apply(); err != nil || len(applied) != 0 {
+					t.Fatalf("second apply wrote %v (err %v); want nothing", applied, err)
+				}
+				if st := again.Status(); st.State != Patched {
+					t.Errorf("status after apply = %s, want patched", st.State)
+				}
+				if _, err := again.Revert(false); err != nil {
+					t.Fatal(err)
+				}
+				if after := hash(t, site); after != before {
+					t.Fatalf("revert: tree hash %s, want original %s", after, before)
+				}
+				for rel, content := range orig {
+					if got := readFile(t, filepath.Join(site, rel)); got != content {
+						t.Errorf("revert: %s differs from the original", rel)
+					}
+				}
+				if _, err := os.Stat(filepath.Join(site, module)); !os.IsNotExist(err) {
+					t.Errorf("revert left %s behind", module)
+				}
+			})
+		}
+	})
+	noNewPyflakes(t, keep, done)
+}
+
+func mkFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
 	}
+	writeFile(t, path, content)
 }
 
 func pyCompile(t *testing.T, paths ...string) {
@@ -158,30 +178,36 @@ func pyflakesFindings(t *testing.T, paths ...string) map[string][]string {
 	return msgs
 }
 
-// noNewPyflakes compares pyflakes on the original files (written to a
-// temporary directory) with the patched ones, in two pyflakes runs.
-func noNewPyflakes(t *testing.T, site string, orig map[string]string) {
+// noNewPyflakes checks what TestApplyRevertFixture kept of each fixture
+// (KEEP/FIXTURE/orig and .../patched): the patched files and the module
+// compile, pyflakes finds in no patched file anything it did not find in
+// the original, and nothing in the module. One py_compile and one pyflakes
+// run cover every fixture.
+func noNewPyflakes(t *testing.T, keep string, done []fixtureTree) {
 	t.Helper()
-	tmp := t.TempDir()
-	var before, after []string
-	for rel, content := range orig {
-		p := filepath.Join(tmp, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, p, content)
-		before = append(before, p)
-		after = append(after, filepath.Join(site, rel))
-	}
-	was := pyflakesFindings(t, before...)
-	is := pyflakesFindings(t, append(after, filepath.Join(site, module))...)
-	for rel := range orig {
-		if diff := cmp.Diff(was[filepath.Join(tmp, filepath.FromSlash(rel))], is[filepath.Join(site, rel)]); diff != "" {
-			t.Errorf("pyflakes findings on %s changed (-before +after):\n%s", rel, diff)
+	var compiled, flakes []string
+	for _, fx := range done {
+		compiled = append(compiled, filepath.Join(keep, fx.name, "patched", module))
+		for _, rel := range fx.edits {
+			compiled = append(compiled, filepath.Join(keep, fx.name, "patched", rel))
+			flakes = append(flakes, filepath.Join(keep, fx.name, "orig", rel))
 		}
 	}
-	if f := is[filepath.Join(site, module)]; len(f) > 0 {
-		t.Errorf("pyflakes on %s: %v", module, f)
+	if len(compiled) == 0 {
+		return
+	}
+	pyCompile(t, compiled...)
+	found := pyflakesFindings(t, append(flakes, compiled...)...)
+	for _, fx := range done {
+		for _, rel := range fx.edits {
+			was, is := found[filepath.Join(keep, fx.name, "orig", rel)], found[filepath.Join(keep, fx.name, "patched", rel)]
+			if diff := cmp.Diff(was, is); diff != "" {
+				t.Errorf("%s: pyflakes findings on %s changed (-before +after):\n%s", fx.name, rel, diff)
+			}
+		}
+		if f := found[filepath.Join(keep, fx.name, "patched", module)]; len(f) > 0 {
+			t.Errorf("%s: pyflakes on %s: %v", fx.name, module, f)
+		}
 	}
 }
 
@@ -257,6 +283,11 @@ func TestDiffMatchesApply(t *testing.T) {
 func TestPatchedServing(t *testing.T) {
 	py := requireTool(t, "python3")
 	testtree.RequirePythonModule(t, py, "pydantic")
+	var jobs []driveJob
+	for _, fx := range fixtures {
+		jobs = append(jobs, jobsOf(fx, true)...)
+	}
+	driveAll(t, py, jobs...)
 	for _, fx := range fixtures {
 		for _, perRequest := range perRequestModes(fx) {
 			t.Run(fx.name+modeName(perRequest), func(t *testing.T) {
@@ -531,5 +562,33 @@ func BenchmarkOpenFixture(b *testing.B) {
 		if _, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// noNewPyflakesIn checks one patched site: pyflakes finds on each file of
+// orig (rel → original content, written to a temporary directory) what it
+// found before, and nothing on the module; two pyflakes runs.
+func noNewPyflakesIn(t *testing.T, site string, orig map[string]string) {
+	t.Helper()
+	tmp := t.TempDir()
+	var before, after []string
+	for rel, content := range orig {
+		p := filepath.Join(tmp, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, content)
+		before = append(before, p)
+		after = append(after, filepath.Join(site, rel))
+	}
+	was := pyflakesFindings(t, before...)
+	is := pyflakesFindings(t, append(after, filepath.Join(site, module))...)
+	for rel := range orig {
+		if diff := cmp.Diff(was[filepath.Join(tmp, filepath.FromSlash(rel))], is[filepath.Join(site, rel)]); diff != "" {
+			t.Errorf("pyflakes findings on %s changed (-before +after):\n%s", rel, diff)
+		}
+	}
+	if f := is[filepath.Join(site, module)]; len(f) > 0 {
+		t.Errorf("pyflakes on %s: %v", module, f)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -220,7 +221,8 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 	for _, q := range f.Requires {
 		fp.anchors = append(fp.anchors, anchorResult{Name: q.Name, Require: true, Anchor: q.Anchor.Describe(), Declared: q.Range})
 	}
-	orig, hadMarkers, err := strip(st.Data)
+	parsed := parseTarget(st.Data)
+	orig, hadMarkers, err := parsed.orig, parsed.hadMarkers, parsed.err
 	switch {
 	case !st.Exists:
 		fp.State, fp.problem = Missing, problemNoFile
@@ -236,7 +238,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 		return fp
 	}
 	fp.Original = orig
-	src := pysrc.Parse(orig)
+	src := parsed.src
 	// A file with CRLF line endings gets CRLF inserted lines.
 	crlf := usesCRLF(orig)
 	var edits []textEdit
@@ -290,6 +292,46 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 		fp.State = Unpatched
 	}
 	return fp
+}
+
+// parsedTarget is a target file's content with its marked blocks
+// removed (strip) and split into statements.
+type parsedTarget struct {
+	orig       []byte
+	hadMarkers bool
+	err        error
+	src        *pysrc.File
+}
+
+// parses memoizes parseTarget by content. A run plans every set against
+// the same snapshot, and most sets edit the same files: each file is then
+// stripped and parsed once per run, not once per set. Both are pure
+// functions of the content, and nothing writes to their results.
+var parses struct {
+	sync.Mutex
+	m map[string]*parsedTarget
+}
+
+// maxParses bounds the memo of a long-lived process (a test binary plans
+// many trees); a run uses a handful of entries.
+const maxParses = 64
+
+func parseTarget(data []byte) *parsedTarget {
+	parses.Lock()
+	defer parses.Unlock()
+	if p, ok := parses.m[string(data)]; ok {
+		return p
+	}
+	if len(parses.m) >= maxParses || parses.m == nil {
+		parses.m = map[string]*parsedTarget{}
+	}
+	p := &parsedTarget{}
+	p.orig, p.hadMarkers, p.err = strip(data)
+	if p.err == nil {
+		p.src = pysrc.Parse(p.orig)
+	}
+	parses.m[string(data)] = p
+	return p
 }
 
 // refuseFile marks a file the set cannot plan at all (a foreign file where

@@ -32,7 +32,7 @@ const binary = "vllm-timings-binary"
 const testClock = "VLLM_TIMINGS_TEST_CLOCK"
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(pythonFirst{m}, map[string]func(){
 		binary: func() {
 			// One OS thread for the command's work, so that strace's
 			// per-thread call counts (reliability_test.go) are the same
@@ -48,6 +48,17 @@ func TestMain(m *testing.M) {
 			os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 		},
 	})
+}
+
+// pythonFirst runs the tests with the real python3 first on PATH
+// (testtree.PythonFirstOnPath), for the scripts' python3 and the binary's
+// compile check; the binary's own runs (testscript.Main's commands) do not
+// go through it.
+type pythonFirst struct{ m *testing.M }
+
+func (p pythonFirst) Run() int {
+	defer testtree.PythonFirstOnPath()()
+	return p.m.Run()
 }
 
 // TestScripts runs the end-to-end scripts in testdata/script and in each

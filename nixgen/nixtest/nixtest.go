@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -120,10 +119,7 @@ func String(s string) string {
 }
 
 // RepoRoot is the repository's root directory.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+func RepoRoot() string { return testtree.RepoRoot() }
 
 // Path is the absolute path of a file in the repository, given relative to
 // its root ("modules/nixos/fragments.nix"), as a Nix string literal.

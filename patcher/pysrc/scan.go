@@ -31,7 +31,9 @@ var defRE = regexp.MustCompile(`^(?:async\s+)?(def|class)\s+([A-Za-z_][A-Za-z0-9
 // sense of (an unterminated string, say) simply ends the last statement at
 // the end of the file, and anchors inside it will not match.
 func Parse(src []byte) *File {
-	f := &File{Src: src}
+	// A statement takes at least one line: room for all of them at once
+	// saves the copies of a growing slice (Stmt is large).
+	f := &File{Src: src, Stmts: make([]Stmt, 0, bytes.Count(src, []byte("\n"))+1)}
 	var (
 		depth    int  // bracket depth
 		inStmt   bool // a logical line has started
@@ -78,8 +80,12 @@ func Parse(src []byte) *File {
 				eol = len(src) - j
 			}
 			cur.Text = strings.TrimRight(string(src[j:j+eol]), "\r")
-			if m := defRE.FindStringSubmatch(cur.Text); m != nil {
-				cur.Kind, cur.Name = m[1], m[2]
+			// defRE is anchored at "async", "def" or "class": the regexp
+			// runs only on lines that start with one.
+			if t := cur.Text; strings.HasPrefix(t, "def") || strings.HasPrefix(t, "class") || strings.HasPrefix(t, "async") {
+				if m := defRE.FindStringSubmatch(t); m != nil {
+					cur.Kind, cur.Name = m[1], m[2]
+				}
 			}
 			lastSig = 0
 			cont = false

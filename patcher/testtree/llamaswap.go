@@ -2,6 +2,8 @@ package testtree
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,21 +23,12 @@ import (
 // LlamaSwapSource is ../shared/llama-swap beside the repository: llama-swap's
 // source at a pinned commit (see ../shared/THIRD-PARTY.md).
 func LlamaSwapSource() string {
-	return filepath.Join(Dir(), "..", "..", "..", "..", "shared", "llama-swap")
+	return filepath.Join(RepoRoot(), "..", "shared", "llama-swap")
 }
 
-var llamaSwap struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// LlamaSwap returns a llama-swap binary built from LlamaSwapSource. It is
-// built once per test process, in a temporary copy of the source (the
-// shared tree is never written), with its dependencies from the module
-// proxy, and kept in the user cache directory under a key made of the
-// source's hash and the Go version, so later runs reuse it. A build that
-// fails skips the test, or fails it under CI=true.
+// LlamaSwap returns a llama-swap binary built from LlamaSwapSource (see
+// BuildInLlamaSwap). A build that fails skips the test, or fails it under
+// CI=true.
 func LlamaSwap(t testing.TB) string {
 	t.Helper()
 	bin, err := BuildLlamaSwap()
@@ -50,21 +43,57 @@ func LlamaSwap(t testing.TB) string {
 
 // BuildLlamaSwap is LlamaSwap for callers without a testing.TB (testscript
 // commands): the binary, or why it could not be built.
-func BuildLlamaSwap() (string, error) {
-	llamaSwap.once.Do(func() { llamaSwap.path, llamaSwap.err = buildLlamaSwap() })
-	return llamaSwap.path, llamaSwap.err
+func BuildLlamaSwap() (string, error) { return BuildInLlamaSwap(".", nil) }
+
+var llamaSwapBuilds sync.Map // key → *llamaSwapBuild
+
+type llamaSwapBuild struct {
+	once sync.Once
+	path string
+	err  error
 }
 
-func buildLlamaSwap() (string, error) {
+// BuildInLlamaSwap builds the Go package pkg ("." for llama-swap itself,
+// or "./cmd/NAME" for a program of the caller's) inside a temporary copy
+// of LlamaSwapSource into which files (path in the copy → content) have
+// been written: a program there may import llama-swap's internal packages
+// (nixgen/swaptest runs its config loader so). The shared tree is never
+// written; llama-swap's dependencies come from the module proxy.
+//
+// This is the one builder of llama-swap's code for every test package. The
+// binary is kept in the user cache directory under a key made of the
+// source's hash, the files, pkg and the Go version, so a warm run builds
+// nothing; a file lock makes test processes that start at once (go test
+// ./... runs packages in parallel) build it once, and within a process
+// each build happens once.
+func BuildInLlamaSwap(pkg string, files map[string][]byte) (string, error) {
 	src := LlamaSwapSource()
 	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
 		return "", fmt.Errorf("no llama-swap source at %s: %v", src, err)
 	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s/%s\n%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, pkg)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(h, "%s %d\n%s", name, len(files[name]), files[name])
+	}
+	key := hex.EncodeToString(h.Sum(nil))[:16]
+	b, _ := llamaSwapBuilds.LoadOrStore(key, &llamaSwapBuild{})
+	build := b.(*llamaSwapBuild)
+	build.once.Do(func() { build.path, build.err = buildInLlamaSwap(src, key, pkg, files) })
+	return build.path, build.err
+}
+
+func buildInLlamaSwap(src, key, pkg string, files map[string][]byte) (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return "", err
 	}
-	key, err := Hash(src)
+	srcKey, err := Hash(src)
 	if err != nil {
 		return "", err
 	}
@@ -72,15 +101,19 @@ func buildLlamaSwap() (string, error) {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "vllm-timings", "llama-swap-"+key+"-"+runtime.Version()+"-"+runtime.GOOS+"-"+runtime.GOARCH)
-	bin := filepath.Join(dir, "llama-swap")
+	dir := filepath.Join(cache, "vllm-timings")
+	name := "llama-swap"
+	if pkg != "." {
+		name += "-" + filepath.Base(pkg)
+	}
+	bin := filepath.Join(dir, name+"-"+srcKey+"-"+key)
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
 		return bin, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	unlock, err := lockFile(filepath.Join(dir, ".llama-swap.lock"))
 	if err != nil {
 		return "", err
 	}
@@ -96,14 +129,24 @@ func buildLlamaSwap() (string, error) {
 	if err := os.CopyFS(tmp, os.DirFS(src)); err != nil {
 		return "", fmt.Errorf("copy %s: %v", src, err)
 	}
+	for name, data := range files {
+		p := filepath.Join(tmp, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return "", err
+		}
+	}
 	// Built next to its final place and renamed: a binary in the cache is
 	// always whole.
-	out := filepath.Join(dir, fmt.Sprintf(".llama-swap-%d", os.Getpid()))
-	cmd := exec.Command(goTool, "build", "-o", out, ".")
+	out := filepath.Join(dir, fmt.Sprintf(".%s-%d", name, os.Getpid()))
+	cmd := exec.Command(goTool, "build", "-o", out, pkg)
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0", "GOFLAGS=-mod=readonly -buildvcs=false")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build in a copy of %s: %v\n%s", src, err, b)
+		os.Remove(out)
+		return "", fmt.Errorf("go build %s in a copy of %s (its modules come from the Go module proxy): %v\n%s", pkg, src, err, b)
 	}
 	if err := os.Rename(out, bin); err != nil {
 		return "", err

@@ -24,6 +24,9 @@ func Dir() string {
 	return filepath.Join(filepath.Dir(file), "..", "testdata", "trees")
 }
 
+// RepoRoot is the repository's root directory.
+func RepoRoot() string { return filepath.Clean(filepath.Join(Dir(), "..", "..", "..")) }
+
 // Unpack writes the named fixture (without .txtar) into dir. A fixture
 // whose comment has a line "base: OTHER" is OTHER with its own files written
 // over it (added or replaced), so a fixture for a later vLLM holds only what

@@ -1,6 +1,7 @@
 """Drive the serving generators of a vLLM fixture tree with fake engine output.
 
     python3 drive_serving.py SITE_DIR [--per-request-metrics]
+    python3 drive_serving.py --batch < JOBS.json
 
 imports vllm from SITE_DIR (a fixture tree, patched or not), runs a fixed set
 of requests through OpenAIServingChat and OpenAIServingCompletion with fake
@@ -31,37 +32,56 @@ The driver adapts to the fixture's layout:
     gets per-sequence draft counts on finished outputs in the *_spec
     scenarios; other fixtures get none (that vLLM has no such attribute).
 The "_driver" entry describes what was found, for the Go test.
+
+--batch reads a JSON list of [SITE_DIR, per_request_metrics, OUT_FILE] from
+stdin and drives each tree into its file, each in a child forked from one
+process that has imported pydantic once (see batch()): the Go tests drive
+fourteen trees, and the interpreter's start and pydantic's import were half
+of each run.
 """
 
 import asyncio
 import dataclasses
+import importlib
 import inspect
 import json
+import os
 import sys
+import traceback
 from types import SimpleNamespace
 
-sys.path.insert(0, sys.argv[1])
-PER_REQUEST_METRICS = sys.argv[2:] == ["--per-request-metrics"]
+# Set by load() for the tree being driven.
+OpenAIServingChat = OpenAIServingCompletion = None
+EngineCoreOutput = OutputProcessor = None
+DRAFTS = PER_REQUEST_METRICS = False
 
-try:
-    from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
-    from vllm.entrypoints.openai.completion.serving import OpenAIServingCompletion
-except ImportError:
-    from vllm.entrypoints.openai.serving_chat import OpenAIServingChat
-    from vllm.entrypoints.openai.serving_completion import OpenAIServingCompletion
 
-try:
-    from vllm.v1.engine import EngineCoreOutput
-    from vllm.v1.engine.output_processor import OutputProcessor
-except ImportError:
-    OutputProcessor = None
+def load(site, per_request_metrics):
+    """Import the serving classes (and the output processor, where there is
+    one) of the vllm in site."""
+    global OpenAIServingChat, OpenAIServingCompletion, EngineCoreOutput, OutputProcessor, DRAFTS, PER_REQUEST_METRICS
+    PER_REQUEST_METRICS = per_request_metrics
+    sys.path.insert(0, site)
+    try:
+        from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
+        from vllm.entrypoints.openai.completion.serving import OpenAIServingCompletion
+    except ImportError:
+        from vllm.entrypoints.openai.serving_chat import OpenAIServingChat
+        from vllm.entrypoints.openai.serving_completion import OpenAIServingCompletion
 
-try:
-    from vllm.outputs import CompletionOutput
+    try:
+        from vllm.v1.engine import EngineCoreOutput
+        from vllm.v1.engine.output_processor import OutputProcessor
+    except ImportError:
+        OutputProcessor = None
 
-    DRAFTS = "spec_decode_metrics" in {f.name for f in dataclasses.fields(CompletionOutput)}
-except (ImportError, TypeError):
-    DRAFTS = False
+    try:
+        from vllm.outputs import CompletionOutput
+
+        DRAFTS = "spec_decode_metrics" in {f.name for f in dataclasses.fields(CompletionOutput)}
+    except (ImportError, TypeError):
+        DRAFTS = False
+
 
 # Per-sequence draft counts, like vLLM's RequestSpecDecodeMetrics: with k=2,
 # verify steps that accepted 0, 1 and 2 drafts happened 1, 2 and 1 times:
@@ -291,8 +311,54 @@ async def main():
         await cmpl.create_completion(req(stream=True, n=2), agen(merged_final()), 1))
     truth("completion_stream_n2_merged", True, 8, 0, 4, [(50.0, 50.2, 2), (50.0, 50.25, 2)])
     out["_truth"] = [TRUTH]
-    json.dump(out, sys.stdout, indent=1, sort_keys=False)
-    sys.stdout.write("\n")
+    return out
 
 
-asyncio.run(main())
+def drive(site, per_request_metrics, dest):
+    """Drive the vllm in site and write the JSON to the file dest."""
+    load(site, per_request_metrics)
+    out = asyncio.run(main())
+    json.dump(out, dest, indent=1, sort_keys=False)
+    dest.write("\n")
+    dest.flush()
+
+
+def batch(jobs):
+    """Run each job [site, per_request_metrics, out_path] in a child forked
+    from this process, which has imported what the trees share (pydantic
+    and the standard library) but no vllm, so every tree is imported in a
+    fresh child as in a process of its own. As many children run at once as
+    there are CPUs. Returns the number of jobs that failed; a child's
+    traceback goes to stderr."""
+    try:
+        importlib.import_module("pydantic")  # what every fixture's protocol imports
+    except ImportError:
+        pass
+    running, failed = {}, 0
+    pending = list(jobs)
+    while pending or running:
+        while pending and len(running) < (os.cpu_count() or 1):
+            site, per_request, path = pending.pop(0)
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    with open(path, "w") as f:
+                        drive(site, per_request, f)
+                    code = 0
+                except BaseException:  # noqa: BLE001 - reported, the child ends
+                    sys.stderr.write("drive_serving.py %s%s:\n%s" % (site, " --per-request-metrics" if per_request else "", traceback.format_exc()))
+                finally:
+                    sys.stderr.flush()
+                    os._exit(code)
+            running[pid] = site
+        pid, status = os.wait()
+        if running.pop(pid, None) is not None and status != 0:
+            failed += 1
+    return failed
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--batch"]:
+        sys.exit(1 if batch(json.load(sys.stdin)) else 0)
+    drive(sys.argv[1], sys.argv[2:] == ["--per-request-metrics"], sys.stdout)

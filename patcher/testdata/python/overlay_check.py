@@ -1,6 +1,6 @@
 """Check what Python imports through an overlay (vllm-timings apply --overlay).
 
-    PYTHONPATH=OVERLAY:SITE python3 overlay_check.py OVERLAY
+    PYTHONPATH=OVERLAY:SITE python3 overlay_check.py OVERLAY [--drive SITE OUT]
 
 imports every module the overlay's manifest lists and checks that each is
 the overlay's patched copy, that the original file was never compiled nor
@@ -8,9 +8,14 @@ loaded from its bytecode (an audit hook watches compile and open from
 before the first import), and that the rest of vllm still comes from the
 installed tree. Prints "ok" and the modules served, or the failures and
 exits 1.
+
+With --drive, drive_serving.py first drives the serving code of SITE, as
+imported through the overlay, into the file OUT, so that the checks cover
+every file the serving code loaded.
 """
 
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -32,6 +37,14 @@ with open(os.path.join(overlay, "vllm-timings-overlay.json")) as f:
     manifest = json.load(f)
 copies = os.path.join(overlay, "vllm-timings-overlay") + os.sep
 failures = []
+
+if sys.argv[2:3] == ["--drive"]:
+    spec = importlib.util.spec_from_file_location(
+        "drive_serving", os.path.join(os.path.dirname(os.path.abspath(__file__)), "drive_serving.py"))
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    with open(sys.argv[4], "w") as out:
+        driver.drive(sys.argv[3], False, out)
 
 hook = sys.modules.get("sitecustomize")
 if hook is None or os.path.realpath(hook.__file__) != os.path.join(overlay, "sitecustomize.py"):
