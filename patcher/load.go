@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
@@ -42,17 +43,9 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 	lib := &Library{sources: map[string][]byte{}}
 	var diags hcl.Diagnostics
 	// The embedded sets were parsed when patchsets_gen.go was generated;
-	// their HCL is kept only to render diagnostics and for Source.
+	// their HCL is read (l.source) only to render diagnostics, for Source
+	// and for skeletons, never on a run that goes well.
 	lib.Embedded = embeddedSets()
-	for _, s := range lib.Embedded {
-		if _, ok := lib.sources[s.Source]; !ok {
-			src, err := fs.ReadFile(patchsets.FS, strings.TrimPrefix(s.Source, "embedded:"))
-			if err != nil {
-				return nil, err
-			}
-			lib.sources[s.Source] = src
-		}
-	}
 	for _, file := range userFiles {
 		src, err := readPatchSetFile(file)
 		if err != nil {
@@ -83,12 +76,27 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 // asset is the content of an embedded asset as a create attribute holds
 // it: builtin("name") in patchsets_gen.go.
 func asset(name string) *string {
+	assetsMu.Lock()
+	defer assetsMu.Unlock()
+	if s, ok := assets[name]; ok {
+		return &s // the same bytes, a pointer of the caller's own
+	}
 	b, err := fs.ReadFile(patchsets.FS, name)
 	if err != nil {
 		panic("patchsets_gen.go names a missing asset: " + err.Error())
 	}
-	return assetContent(b)
+	s := assetContent(b)
+	assets[name] = *s
+	return s
 }
+
+// assets holds each embedded asset's content once: every set creates the
+// same vllm/_llamacpp_timings.py, and copying it for each of them was a
+// tenth of a patched run's allocations.
+var (
+	assetsMu sync.Mutex
+	assets   = map[string]string{}
+)
 
 // assetContent is b ending in a newline, as spec.Parse stores a create.
 func assetContent(b []byte) *string {
@@ -184,6 +192,11 @@ func (l *Library) render(diags hcl.Diagnostics) string {
 	for name, src := range l.sources {
 		files[name] = &hcl.File{Bytes: src}
 	}
+	for _, s := range l.Embedded {
+		if src, ok := l.source(s.Source); ok {
+			files[s.Source] = &hcl.File{Bytes: src}
+		}
+	}
 	shown := diags
 	if len(shown) > maxDiagnostics {
 		shown = shown[:maxDiagnostics]
@@ -273,8 +286,21 @@ func (l *Library) targets() []string {
 func (l *Library) Source(name string) ([]byte, bool) {
 	for _, s := range l.All() {
 		if s.Name == name {
-			src, ok := l.sources[s.Source]
-			return src, ok
+			return l.source(s.Source)
+		}
+	}
+	return nil, false
+}
+
+// source is the HCL text of a set's file: a user's file as read, an
+// embedded one ("embedded:NAME") read from patchsets.FS when asked for.
+func (l *Library) source(name string) ([]byte, bool) {
+	if src, ok := l.sources[name]; ok {
+		return src, true
+	}
+	if rest, ok := strings.CutPrefix(name, "embedded:"); ok {
+		if src, err := fs.ReadFile(patchsets.FS, rest); err == nil {
+			return src, true
 		}
 	}
 	return nil, false

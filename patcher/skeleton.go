@@ -19,7 +19,7 @@ import (
 // original does until the user changes those anchors, so an unread
 // skeleton never patches anything.
 func (d *Diagnosis) Skeleton(c *SetPlan) ([]byte, error) {
-	src, ok := d.lib.sources[c.Set.Source]
+	src, ok := d.lib.source(c.Set.Source)
 	if !ok {
 		return nil, errorf(exit.Internal, "no source for patch set %q", c.Set.Name)
 	}
