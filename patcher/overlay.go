@@ -318,18 +318,11 @@ func writeOverlay(dir string, files map[string][]byte, old *overlayManifest) ([]
 			cleanup()
 			return nil, overlayFSError(dir, err)
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(abs), ".vllm-timings-*.tmp")
-		if err != nil {
-			cleanup()
-			return nil, overlayFSError(dir, err)
-		}
-		st = append(st, staged{rel, abs, tmp.Name()})
-		_, err = tmp.Write(files[rel])
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Chmod(tmp.Name(), 0o644)
+		// Flushed before the rename, as the in-place path does, so that a
+		// crash leaves the old copy or the new one, never an empty file.
+		tmp, err := writeTemp(filepath.Dir(abs), files[rel], 0o644, -1, -1)
+		if tmp != "" {
+			st = append(st, staged{rel, abs, tmp})
 		}
 		if err != nil {
 			cleanup()
@@ -346,6 +339,13 @@ func writeOverlay(dir string, files map[string][]byte, old *overlayManifest) ([]
 		}
 		dropPycache(s.abs)
 		lines = append(lines, "wrote "+filepath.Join(dir, filepath.FromSlash(s.rel)))
+	}
+	synced := map[string]bool{}
+	for _, s := range st {
+		if d := filepath.Dir(s.abs); !synced[d] {
+			synced[d] = true
+			_ = syncDir(d) // the renames are done; a failed flush changes nothing now
+		}
 	}
 	if old != nil {
 		for _, e := range old.Files {
