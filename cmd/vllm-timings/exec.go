@@ -85,6 +85,8 @@ vllm-timings'; before, the codes are apply's (127: COMMAND not found,
 	o.register(cmd)
 	o.onFailure = "abort"
 	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit with the patcher's code and do not run COMMAND; warn: print the problem and run COMMAND anyway, without timings")
+	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "remove the edits of the older patch_timings scripts exactly, then apply (as apply --take-over)")
+	o.registerLock(cmd)
 	o.registerOverlay(cmd)
 	return cmd
 }
