@@ -14,8 +14,12 @@ prebuilt stream of T RequestOutputs (one token each, stats on), so what is
 timed is vLLM's create_chat_completion and its SSE generator, with the
 patch's tracker, and not the engine. Both variants run in R alternating
 rounds of N/R responses (the order flips every round) after a warm-up,
-timed in CPU time of the process; the ratio is patched time over unpatched
-time, for streams without and with include_usage. --control compares the
+timed in CPU time of the process. Each round gives a ratio, patched time
+over unpatched time; the figure is their median, with their interquartile
+range as the rounds' spread and a distribution-free 95% interval as the
+median's (the machine is shared, so single rounds stray), and
+the ratio of the summed times beside it; for streams without and with
+include_usage. --control compares the
 unpatched module with a second copy of itself, loaded as the patched one
 is: how far from 1 the ratio strays by noise alone.
 """
@@ -125,18 +129,25 @@ def main():
                 total[n] += got[n]
             ratios.append(got["patched"] / got["unpatched"])
         n = per_round * args.rounds
-        return total, statistics.median(ratios), n, chunks
+        q1, med, q3 = statistics.quantiles(ratios, n=4)
+        # A distribution-free 95% interval for the median: the order
+        # statistics at ranks n/2 -+ 1.96 sqrt(n)/2.
+        srt, half = sorted(ratios), 0.98 * len(ratios) ** 0.5
+        lo = srt[max(0, int(len(srt) / 2 - half))]
+        hi = srt[min(len(srt) - 1, int(len(srt) / 2 + half))]
+        return total, (med, lo, hi, q1, q3), n, chunks
 
     print(f"vLLM {vllm.__version__}: chat stream generator, {args.responses} streamed responses of "
           f"{args.tokens} tokens per variant, {args.rounds} alternating rounds, one process")
+    print("  ratio = median of the rounds' patched/unpatched CPU-time ratios (its 95% interval; "
+          "the rounds' interquartile range); total = ratio of the summed times")
     for usage in (False, True):
-        total, median, n, chunks = asyncio.run(bench(usage))
+        total, (med, lo, hi, q1, q3), n, chunks = asyncio.run(bench(usage))
         u, p = total["unpatched"], total["patched"]
         per_tok = lambda t: t / (n * args.tokens) * 1e6  # noqa: E731
-        print(f"  stream{'+usage' if usage else '      '}: unpatched {u:.3f} s ({per_tok(u):.2f} us/token), "
-              f"patched {p:.3f} s ({per_tok(p):.2f} us/token); ratio {p / u:.4f} "
-              f"(median of rounds {median:.4f}), +{per_tok(p) - per_tok(u):.3f} us/token; "
-              f"{chunks['patched'] // max(1, n // args.rounds)} lines/response")
+        print(f"  stream{'+usage' if usage else '      '}: ratio {med:.4f} (95% {lo:.4f}-{hi:.4f}; IQR {q1:.4f}-{q3:.4f}), total {p / u:.4f}; "
+              f"unpatched {per_tok(u):.2f} us/token, patched {per_tok(p):.2f} us/token "
+              f"(+{per_tok(p) - per_tok(u):.3f}); {chunks['patched'] // max(1, n // args.rounds)} lines/response")
 
 
 if __name__ == "__main__":
