@@ -85,40 +85,6 @@ func Check(src []byte) *SyntaxError {
 	return nil
 }
 
-// scanString is skipString that also says whether the literal ends.
-func scanString(src []byte, i int) (end, lines int, ok bool) {
-	q := src[i]
-	triple := i+2 < len(src) && src[i+1] == q && src[i+2] == q
-	j := i + 1
-	if triple {
-		j = i + 3
-	}
-	for j < len(src) {
-		switch c := src[j]; {
-		case c == '\\':
-			if j+1 < len(src) && src[j+1] == '\n' {
-				lines++
-			}
-			j += 2
-			continue
-		case c == '\n':
-			if !triple {
-				return j, lines, false
-			}
-			lines++
-		case c == q:
-			if !triple {
-				return j + 1, lines, true
-			}
-			if j+2 < len(src) && src[j+1] == q && src[j+2] == q {
-				return j + 3, lines, true
-			}
-		}
-		j++
-	}
-	return len(src), lines, false
-}
-
 // InsideStatement reports, for each of the given 1-based lines, whether it
 // lies inside a statement that began on an earlier line: inside brackets,
 // a string or a backslash continuation, where a comment there is no

@@ -121,7 +121,7 @@ func Parse(src []byte) *File {
 				depth--
 			}
 		case c == '"' || c == '\'':
-			end, lines := skipString(src, i)
+			end, lines, _ := scanString(src, i) // unterminated: its newline ends the statement
 			line += lines
 			if lines > 0 {
 				lineHead = bytes.LastIndexByte(src[:end], '\n') + 1
@@ -142,12 +142,14 @@ func Parse(src []byte) *File {
 	return f
 }
 
-// skipString returns the offset just past the string literal that starts
-// with the quote at src[i], and how many newlines it spans. String prefixes
-// (r, b, f, u) are ordinary identifier bytes before the quote, so they need
-// no handling; a backslash always protects the next byte from ending the
-// literal, which holds for raw strings too.
-func skipString(src []byte, i int) (end, lines int) {
+// scanString returns the offset just past the string literal that starts
+// with the quote at src[i], how many newlines it spans, and whether it
+// ends: an unterminated single-quoted literal stops at its newline (which
+// then ends the statement), an unterminated triple-quoted one at the end of
+// src. String prefixes (r, b, f, u) are ordinary identifier bytes before
+// the quote, so they need no handling; a backslash always protects the
+// next byte from ending the literal, which holds for raw strings too.
+func scanString(src []byte, i int) (end, lines int, ok bool) {
 	q := src[i]
 	triple := i+2 < len(src) && src[i+1] == q && src[i+2] == q
 	j := i + 1
@@ -164,20 +166,20 @@ func skipString(src []byte, i int) (end, lines int) {
 			continue
 		case c == '\n':
 			if !triple {
-				return j, lines // unterminated: let the newline end the statement
+				return j, lines, false
 			}
 			lines++
 		case c == q:
 			if !triple {
-				return j + 1, lines
+				return j + 1, lines, true
 			}
 			if j+2 < len(src) && src[j+1] == q && src[j+2] == q {
-				return j + 3, lines
+				return j + 3, lines, true
 			}
 		}
 		j++
 	}
-	return len(src), lines
+	return len(src), lines, false
 }
 
 // link fills Parent and BlockEnd from indentation.
