@@ -166,18 +166,7 @@ func (s *Session) read() error {
 // files is every file a run looks at: the sets' targets, the manifest's
 // files and the old scripts' files.
 func (s *Session) files() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, group := range [][]string{s.Library.targets(), s.manifest.paths(), legacyFiles} {
-		for _, r := range group {
-			if !seen[r] {
-				seen[r] = true
-				out = append(out, r)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
+	return mergeSorted(s.Library.targets(), s.manifest.paths(), legacyFiles)
 }
 
 // Close releases the lock. When no manifest remains (the tree holds
@@ -390,13 +379,16 @@ func (s *Session) write(changes []change, final *Manifest, state string) error {
 	return err
 }
 
-func mergeSorted(a, b []string) []string {
+// mergeSorted is the union of the groups, sorted.
+func mergeSorted(groups ...[]string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, x := range append(append([]string(nil), a...), b...) {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
+	for _, group := range groups {
+		for _, x := range group {
+			if !seen[x] {
+				seen[x] = true
+				out = append(out, x)
+			}
 		}
 	}
 	sort.Strings(out)
