@@ -6,11 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
-	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 // TestFailuresChangeNothing covers every way apply can refuse: each gives
@@ -119,22 +117,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 // 7, and nothing changes. (Root ignores file modes, so the test drops to
 // uid 65534; it needs root to do that.)
 func TestReadOnlyTree(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the binary as another user")
-	}
-	built := testtree.VllmTimings(t)
-	dir, err := os.MkdirTemp("", "vllm-timings-ro-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "vllm-timings")
-	if err := testtree.CopyFile(bin, built, 0o755); err != nil { // where the other user can run it
-		t.Fatal(err)
-	}
+	dir, bin := asNobody(t, "vllm-timings-ro-")
 	site := filepath.Join(dir, "site")
 	if err := os.Mkdir(site, 0o755); err != nil {
 		t.Fatal(err)
@@ -144,9 +127,7 @@ func TestReadOnlyTree(t *testing.T) {
 	}
 	before := hash(t, site)
 	for _, onFailure := range []string{"abort", "warn"} {
-		cmd := exec.Command(bin, "apply", "--vllm-dir", filepath.Join(site, "vllm"), "--on-failure", onFailure)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+		cmd := nobodyCmd(bin, "apply", "--vllm-dir", filepath.Join(site, "vllm"), "--on-failure", onFailure)
 		out, err := cmd.CombinedOutput()
 		code := 0
 		var ee *exec.ExitError
@@ -177,9 +158,7 @@ func TestReadOnlyTree(t *testing.T) {
 		os.Remove(filepath.Join(site, "vllm", ours))
 	}
 	patched := hash(t, site)
-	cmd := exec.Command(bin, "apply", "--vllm-dir", filepath.Join(site, "vllm"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+	cmd := nobodyCmd(bin, "apply", "--vllm-dir", filepath.Join(site, "vllm"))
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "already patched; nothing to do") {
 		t.Errorf("apply on a patched read-only tree: %v\n%s", err, out)
 	}

@@ -3,8 +3,10 @@ package patcher
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
@@ -93,3 +95,36 @@ func golden(t testing.TB, name, got string) {
 }
 
 func unpackInto(dir string) error { return testtree.Unpack("openai-packages", dir) }
+
+// asNobody returns a directory under the system's temporary directory
+// (t.TempDir's parents are not searchable by others) that uid 65534 may
+// enter, holding a copy of the binary it may run. It skips unless the test
+// runs as root, which it needs to run the binary as another user.
+func asNobody(t *testing.T, prefix string) (dir, bin string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the binary as another user")
+	}
+	built := testtree.VllmTimings(t)
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "vllm-timings")
+	if err := testtree.CopyFile(bin, built, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin
+}
+
+// nobodyCmd is bin run as uid and gid 65534, with a minimal environment.
+func nobodyCmd(bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+	return cmd
+}

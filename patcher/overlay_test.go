@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -301,22 +300,7 @@ func TestOverlayRefusals(t *testing.T) {
 // can write: the overlay is written, the tree untouched; and a directory
 // nobody cannot write is exit 37 with nothing changed.
 func TestOverlayAsAnotherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the binary as another user")
-	}
-	built := testtree.VllmTimings(t)
-	dir, err := os.MkdirTemp("", "vllm-timings-overlay-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "vllm-timings")
-	if err := testtree.CopyFile(bin, built, 0o755); err != nil { // where the other user can run it
-		t.Fatal(err)
-	}
+	dir, bin := asNobody(t, "vllm-timings-overlay-")
 	site := filepath.Join(dir, "site")
 	if err := testtree.Unpack("openai-packages", site); err != nil {
 		t.Fatal(err)
@@ -328,9 +312,7 @@ func TestOverlayAsAnotherUser(t *testing.T) {
 	}
 	os.Chmod(ov, 0o777)
 	run := func(args ...string) (string, int) {
-		cmd := exec.Command(bin, args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+		cmd := nobodyCmd(bin, args...)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
