@@ -308,34 +308,46 @@ func checkNoSpeeds(t *testing.T, name string, row testtree.ActivityRow) {
 	}
 }
 
-// exchanges turns a drive_serving.py result into requests, in name order.
-func exchanges(t *testing.T, raw []byte) []exchange {
+// driverExchanges reads a driver's output, a map from scenario name to its
+// bodies, into one exchange per scenario, in name order, with its name,
+// bodies and whether it streams; names starting with "_" are the driver's
+// own records, returned apart.
+func driverExchanges(t *testing.T, raw []byte) ([]exchange, map[string][]json.RawMessage) {
 	t.Helper()
 	var res map[string][]json.RawMessage
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
+	var out []exchange
+	for name, bodies := range res {
+		if !strings.HasPrefix(name, "_") {
+			out = append(out, exchange{name: name, bodies: bodies, stream: strings.Contains(name, "_stream")})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, res
+}
+
+// exchanges turns a drive_serving.py result into requests, in name order.
+func exchanges(t *testing.T, raw []byte) []exchange {
+	t.Helper()
+	out, res := driverExchanges(t, raw)
 	// "_truth" is a one-element list holding the map.
 	var truths map[string]*engineTruth
 	if len(res["_truth"]) != 1 || json.Unmarshal(res["_truth"][0], &truths) != nil {
 		t.Fatal("drive_serving.py gave no _truth")
 	}
-	var out []exchange
-	for name, bodies := range res {
-		if strings.HasPrefix(name, "_") {
-			continue
-		}
-		ex := exchange{name: name, bodies: bodies, truth: truths[name], stream: strings.Contains(name, "_stream")}
+	for i := range out {
+		ex := &out[i]
+		ex.truth = truths[ex.name]
 		ex.path = "/v1/completions"
-		if strings.HasPrefix(name, "chat") {
+		if strings.HasPrefix(ex.name, "chat") {
 			ex.path = "/v1/chat/completions"
 		}
 		if ex.truth != nil && ex.truth.Stream != ex.stream {
-			t.Fatalf("%s: the driver's truth says stream=%v", name, ex.truth.Stream)
+			t.Fatalf("%s: the driver's truth says stream=%v", ex.name, ex.truth.Stream)
 		}
-		out = append(out, ex)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
 }
 
@@ -379,25 +391,17 @@ func TestLlamaSwapRecordsTheTruth(t *testing.T) {
 // the tool loop's several engine requests have no timings.
 func endpointExchanges(t *testing.T, raw []byte) []exchange {
 	t.Helper()
-	var res map[string][]json.RawMessage
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
-	var out []exchange
-	for name, bodies := range res {
-		if strings.HasPrefix(name, "_") {
-			continue
-		}
-		ex := exchange{name: name, bodies: bodies, stream: strings.Contains(name, "_stream"), path: "/v1/messages"}
-		if strings.HasPrefix(name, "responses") {
+	out, _ := driverExchanges(t, raw)
+	for i := range out {
+		ex := &out[i]
+		ex.path = "/v1/messages"
+		if strings.HasPrefix(ex.name, "responses") {
 			ex.path = "/v1/responses"
 		}
-		if !strings.Contains(name, "no_stats") && !strings.Contains(name, "tool_loop") {
+		if !strings.Contains(ex.name, "no_stats") && !strings.Contains(ex.name, "tool_loop") {
 			ex.truth = &engineTruth{Stream: ex.stream, PromptTokens: 10, CachedTokens: 4, Generated: 3, Requests: [][3]float64{{100, 100.25, 100.35}}}
 		}
-		out = append(out, ex)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
 }
 
