@@ -649,6 +649,21 @@ def _cleared_metrics(patched, unpatched, fails):
             m[k] = orig[k]
 
 
+def _full_body(p, u, fails, other):
+    """A non-streamed scenario's checks: vLLM's rate fields cleared where
+    timings is set, the two serializations agreeing on timings (body is
+    OTHER's, body_json model_dump_json's), and nothing else changed.
+    Returns the timings, the usage and whether the rest is unchanged."""
+    _cleared_metrics(p["body"], u["body"], fails)
+    _cleared_metrics(p["body_json"], u["body_json"], fails)
+    got = p["body"].get("timings")
+    if p["body_json"].get("timings") != got:
+        fails.append(f"model_dump_json and {other} disagree on timings")
+    same = (_normalize(_strip_timings(p["body"])) == _normalize(u["body"])
+            and _normalize(_strip_timings(p["body_json"])) == _normalize(u["body_json"]))
+    return got, p["body"].get("usage"), same
+
+
 def check(patched_path, unpatched_path):
     with open(patched_path) as f:
         pat = json.load(f)
@@ -703,14 +718,7 @@ def check(patched_path, unpatched_path):
             same = (sorted(json.dumps(_racy_cached(e, racy), sort_keys=True) for e in _normalize(_strip_timings(events)))
                     == sorted(json.dumps(_racy_cached(e, racy), sort_keys=True) for e in _normalize(u["events"])))
         else:
-            _cleared_metrics(p["body"], u["body"], fails)
-            _cleared_metrics(p["body_json"], u["body_json"], fails)
-            got = p["body"].get("timings")
-            if p["body_json"].get("timings") != got:
-                fails.append("model_dump_json and model_dump disagree on timings")
-            usage = p["body"].get("usage")
-            same = (_normalize(_strip_timings(p["body"])) == _normalize(u["body"])
-                    and _normalize(_strip_timings(p["body_json"])) == _normalize(u["body_json"]))
+            got, usage, same = _full_body(p, u, fails, "model_dump")
         if not same:
             fails.append("apart from timings, the patched response differs from the unpatched one")
         want = sc["expect"]
@@ -827,14 +835,7 @@ def check_endpoint(sc, p, u):
                 == [json.dumps(e, sort_keys=True) for e in _normalize(u["events"])])
     else:
         # A Responses body with vLLM's own metrics (0.31 on): cleared as on chat.
-        _cleared_metrics(p["body"], u["body"], fails)
-        _cleared_metrics(p["body_json"], u["body_json"], fails)
-        got = p["body"].get("timings")
-        if p["body_json"].get("timings") != got:
-            fails.append("model_dump_json and the router's serialization disagree on timings")
-        usage = p["body"].get("usage")
-        same = (_normalize(_strip_timings(p["body"])) == _normalize(u["body"])
-                and _normalize(_strip_timings(p["body_json"])) == _normalize(u["body_json"]))
+        got, usage, same = _full_body(p, u, fails, "the router's serialization")
     if not same:
         fails.append("apart from timings, the patched response differs from the unpatched one")
     shown = None
