@@ -588,6 +588,22 @@ func TestLlamaSwapLevel2(t *testing.T) {
 		if !run.Patched || len(run.Truth) == 0 {
 			t.Fatalf("%s: not a patched level-2 run with its truth", f)
 		}
+		mode := "metrics off"
+		if run.PerRequest {
+			mode = "metrics on "
+		}
+		// check sends one scenario through llama-swap and holds its row to
+		// the truth (none: no speeds).
+		check := func(name string, ex exchange) {
+			row, wall := o.record(t, f+"/"+name, ex)
+			if ex.truth == nil {
+				checkNoSpeeds(t, "vLLM "+run.VLLM+" "+name, row)
+				return
+			}
+			checkRow(t, "vLLM "+run.VLLM+" ("+mode+") "+name, row, ex.truth.want(), wall)
+			t.Logf("vLLM %s, %s: %-36s input %4d cached %4d prompt %8.2f t/s gen %8.2f t/s duration %4d ms", run.VLLM, mode, name,
+				row.Tokens.Input, row.Tokens.Cached, row.Tokens.PromptPerSecond, row.Tokens.TokensPerSecond, row.DurationMs)
+		}
 		names := make([]string, 0, len(run.Scenarios))
 		for name := range run.Scenarios {
 			names = append(names, name)
@@ -608,18 +624,7 @@ func TestLlamaSwapLevel2(t *testing.T) {
 			if tr.Timings != nil {
 				ex.truth = tr
 			}
-			row, wall := o.record(t, f+"/"+name, ex)
-			if ex.truth == nil {
-				checkNoSpeeds(t, "vLLM "+run.VLLM+" "+name, row)
-				continue
-			}
-			mode := "metrics off"
-			if run.PerRequest {
-				mode = "metrics on "
-			}
-			checkRow(t, "vLLM "+run.VLLM+" ("+mode+") "+name, row, ex.truth.want(), wall)
-			t.Logf("vLLM %s, %s: %-36s input %4d cached %4d prompt %8.2f t/s gen %8.2f t/s duration %4d ms", run.VLLM, mode, name,
-				row.Tokens.Input, row.Tokens.Cached, row.Tokens.PromptPerSecond, row.Tokens.TokensPerSecond, row.DurationMs)
+			check(name, ex)
 		}
 		if len(run.Endpoints) == 0 {
 			t.Fatalf("%s: no /v1/responses or /v1/messages scenarios", f)
@@ -647,18 +652,7 @@ func TestLlamaSwapLevel2(t *testing.T) {
 			if tr.Timings != nil {
 				ex.truth = &engineTruth{Timings: tr.Timings}
 			}
-			row, wall := o.record(t, f+"/"+name, ex)
-			if ex.truth == nil {
-				checkNoSpeeds(t, "vLLM "+run.VLLM+" "+name, row)
-				continue
-			}
-			mode := "metrics off"
-			if run.PerRequest {
-				mode = "metrics on "
-			}
-			checkRow(t, "vLLM "+run.VLLM+" ("+mode+") "+name, row, ex.truth.want(), wall)
-			t.Logf("vLLM %s, %s: %-36s input %4d cached %4d prompt %8.2f t/s gen %8.2f t/s duration %4d ms", run.VLLM, mode, name,
-				row.Tokens.Input, row.Tokens.Cached, row.Tokens.PromptPerSecond, row.Tokens.TokensPerSecond, row.DurationMs)
+			check(name, ex)
 		}
 	}
 }
