@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
@@ -190,7 +193,11 @@ func TestModuleMatchesCLI(t *testing.T) {
 			}
 		})
 	}
+	models := map[string][]string{"qwen3-8b": docModelCLI(t, "qwen3-8b")}
 	for name, argv := range modelCLI {
+		models[name] = argv
+	}
+	for name, argv := range models {
 		t.Run(name, func(t *testing.T) {
 			entry, ok := got.Sample.Models[name]
 			if !ok {
@@ -209,6 +216,40 @@ func TestModuleMatchesCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docModelCLI returns the arguments of the one `vllm-timings nix model NAME`
+// command the documentation shows (README's entry is qwen3-8b), after NAME
+// and without --binary and its value, split as bash splits them. Tested
+// against the module, the command shown is then the one the mkModel block
+// beside it gives; TestReadmeNix holds its output to the page.
+func docModelCLI(t *testing.T, name string) []string {
+	t.Helper()
+	prefix := "\n$ vllm-timings nix model " + name + " "
+	page := testtree.PageWith(t, prefix)
+	_, line, _ := strings.Cut(page.Text, prefix)
+	line, _, _ = strings.Cut(line, "\n")
+	f, err := syntax.NewParser().Parse(strings.NewReader(line), page.Path)
+	if err != nil {
+		t.Fatalf("%s: the nix model %s command: %v", page.Path, name, err)
+	}
+	call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if len(f.Stmts) != 1 || !ok {
+		t.Fatalf("%s: the nix model %s command is not one simple command", page.Path, name)
+	}
+	var argv []string
+	for i := 0; i < len(call.Args); i++ {
+		w, err := expand.Literal(nil, call.Args[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w == "--binary" {
+			i++
+			continue
+		}
+		argv = append(argv, w)
+	}
+	return argv
 }
 
 // modelCLI is the nix model command line for the sample's mkModel entries
@@ -235,19 +276,14 @@ var modelCLI = map[string][]string{
 	},
 }
 
-// TestREADMEShowsEvaluatedStrings checks that the strings the README's NixOS
-// section shows as "evaluates to" are the ones expected.json pins for the
-// same sample models, so the README cannot drift from the module.
+// TestREADMEShowsEvaluatedStrings checks that the strings the NixOS
+// documentation's "A complete model entry" shows as "evaluates to" are the
+// ones expected.json pins for the same sample models, so the page cannot
+// drift from the module.
 func TestREADMEShowsEvaluatedStrings(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const heading = "\n### A complete model entry\n"
-	_, section, ok := strings.Cut(string(readme), heading)
-	if !ok {
-		t.Fatalf("README.md has no %q section", strings.TrimSpace(heading))
-	}
+	page := testtree.PageWith(t, heading)
+	_, section, _ := strings.Cut(page.Text, heading)
 	if i := strings.Index(section, "\n#"); i >= 0 {
 		section = section[:i] // up to the next heading
 	}
@@ -277,7 +313,7 @@ func TestREADMEShowsEvaluatedStrings(t *testing.T) {
 		strings.TrimSuffix(expected.Sample.Models["qwen-mkmodel"].Cmd, "\n"),
 	}
 	if diff := cmp.Diff(want, shown); diff != "" {
-		t.Errorf("README's evaluated cmd strings differ from expected.json (-want +README):\n%s\nCopy sample.models.*.cmd from expected.json into the README, with the store hash written <hash>.", diff)
+		t.Errorf("%s's evaluated cmd strings differ from expected.json (-want +%s):\n%s\nCopy sample.models.*.cmd from expected.json into %s, with the store hash written <hash>.", page.Path, page.Path, diff, page.Path)
 	}
 }
 
@@ -305,27 +341,33 @@ func TestFlakeLib(t *testing.T) {
 	}
 }
 
-// TestREADMEGenesisIsEvalNix: the README's mkModel block for the Genesis
-// entry is eval.nix's qwen-genesis model, word for word (eval.nix indents
-// it by eight spaces), so that what the README shows is what is evaluated
-// and compared with `nix model`.
-func TestREADMEGenesisIsEvalNix(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(readme), "```nix\n\"qwen-genesis\" = mkModel {")
-	if !ok {
-		t.Fatal("README.md shows no qwen-genesis mkModel block")
-	}
-	block, _, _ = strings.Cut("\"qwen-genesis\" = mkModel {"+block, "\n```")
+// TestREADMEMkModelIsEvalNix: every mkModel block the documentation shows
+// ("```nix" then `"NAME" = mkModel {`) is eval.nix's model NAME, word for
+// word (eval.nix indents it by eight spaces), so that what the pages show
+// is what is evaluated and compared with `nix model`.
+func TestREADMEMkModelIsEvalNix(t *testing.T) {
 	eval, err := os.ReadFile("nixos/tests/eval.nix")
 	if err != nil {
 		t.Fatal(err)
 	}
-	indented := "        " + strings.ReplaceAll(block, "\n", "\n        ")
-	if !strings.Contains(string(eval), indented+"\n") {
-		t.Errorf("README's qwen-genesis block is not eval.nix's; copy it from modules/nixos/tests/eval.nix:\n%s", block)
+	start := regexp.MustCompile("(?m)^```nix\n(\"[a-z0-9-]+\" = mkModel \\{\n)")
+	shown := map[string]bool{}
+	for _, page := range testtree.Pages(t) {
+		for _, m := range start.FindAllStringSubmatchIndex(page.Text, -1) {
+			block, _, _ := strings.Cut(page.Text[m[2]:], "\n```")
+			name, _, _ := strings.Cut(block[1:], "\"")
+			shown[name] = true
+			indented := "        " + strings.ReplaceAll(block, "\n", "\n        ")
+			if !strings.Contains(string(eval), indented+"\n") {
+				t.Errorf("%s's %s block is not eval.nix's; copy it from modules/nixos/tests/eval.nix:\n%s", page.Path, name, block)
+			}
+		}
+	}
+	// The README's entry and docs/nix.md's Genesis-style one.
+	for _, name := range []string{"qwen3-8b", "qwen-genesis"} {
+		if !shown[name] {
+			t.Errorf("no page of README.md and docs/ shows the %s mkModel block", name)
+		}
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // ExitCodes lists the exit codes of "vllm-timings nix", in the order its
-// --help and the README show them. nixgen owns 10-19 and 50-54; a new code
+// --help and docs/reliability.md show them. nixgen owns 10-19 and 50-54; a new code
 // is one line here. 2 is the command's: flags it refuses before nixgen sees
 // them.
 var ExitCodes exit.Table

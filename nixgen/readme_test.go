@@ -2,7 +2,6 @@ package nixgen
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,12 +9,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vllm-timings/vllm-timings/nixgen/swaptest"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 const readmeMarker = "<!-- genesis-run: go test ./nixgen -run TestReadmeGenesisRun -update rewrites this block -->\n```text\n"
 
-// TestReadmeGenesisRun computes what the README shows under "What llama-swap
-// and bash make of it": the README's Genesis-style entry (genesis, the
+// TestReadmeGenesisRun computes what docs/nix.md shows under "What
+// llama-swap and bash make of it": the Genesis-style entry (genesis, the
 // golden model-genesis), evaluated by Nix, loaded by llama-swap's own loader
 // with PORT 5800, and run with VLLM_ENFORCE_EAGER unset and set. The block
 // must be exactly that; -update rewrites it.
@@ -77,27 +77,18 @@ func TestReadmeGenesisRun(t *testing.T) {
 	b.WriteString("  " + show(set[len(set)-1]) + "\n")
 	got := b.String()
 
-	readme := filepath.Join("..", "README.md")
-	data, err := os.ReadFile(readme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, after, ok := strings.Cut(string(data), readmeMarker)
-	if !ok {
-		t.Fatalf("README.md lacks the block %q", readmeMarker)
-	}
+	page := testtree.PageWith(t, readmeMarker)
+	before, after, _ := strings.Cut(page.Text, readmeMarker)
 	shown, rest, ok := strings.Cut(after, "```\n")
 	if !ok {
-		t.Fatal("README.md: the genesis-run block is not closed")
+		t.Fatalf("%s: the genesis-run block is not closed", page.Path)
 	}
 	if *update {
-		if err := os.WriteFile(readme, []byte(before+readmeMarker+got+"```\n"+rest), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		page.Write(t, before+readmeMarker+got+"```\n"+rest)
 		return
 	}
 	if diff := cmp.Diff(got, shown); diff != "" {
-		t.Errorf("README's genesis-run block differs from the run (-run +README):\n%s\nFix: go test ./nixgen -run TestReadmeGenesisRun -update", diff)
+		t.Errorf("%s's genesis-run block differs from the run (-run +page):\n%s\nFix: go test ./nixgen -run TestReadmeGenesisRun -update", page.Path, diff)
 	}
 	if len(unset) != 4 || len(set) != 4 {
 		t.Fatalf("the run made %d and %d calls, want pip, python3, the patcher and vllm", len(unset), len(set))

@@ -3,7 +3,7 @@ package patcher
 import "github.com/vllm-timings/vllm-timings/patcher/exit"
 
 // ExitCodes lists the exit codes of apply, status, revert, diff and doctor,
-// in the order `vllm-timings apply --help` and the README show them. A new
+// in the order `vllm-timings apply --help` and docs/reliability.md show them. A new
 // code is one line here (issue 14 has 30-35, issue 13 36-39).
 var ExitCodes exit.Table
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/vllm-timings/vllm-timings/nixgen"
 	"github.com/vllm-timings/vllm-timings/patcher"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 	"github.com/vllm-timings/vllm-timings/patcher/verify"
 )
 
@@ -25,40 +24,32 @@ var exitTables = []struct {
 	{"verify", &verify.ExitCodes},
 }
 
-// TestReadmeExitCodes keeps each exit-code table of the README equal to the
-// package's table, which --help prints too. -u rewrites the README's.
+// TestReadmeExitCodes keeps each exit-code table of the documentation
+// (docs/reliability.md) equal to the package's table, which --help prints
+// too. -u rewrites the page's.
 func TestReadmeExitCodes(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(raw)
 	const end = "<!-- end exit codes -->"
 	for _, tt := range exitTables {
 		begin := "<!-- exit codes: " + tt.name + " -->\n"
-		i := strings.Index(readme, begin)
-		j := strings.Index(readme[i+len(begin):], end)
-		if i < 0 || j < 0 {
-			t.Errorf("README.md has no %q ... %q", begin, end)
+		page := testtree.PageWith(t, begin)
+		text := page.Text
+		i := strings.Index(text, begin)
+		j := strings.Index(text[i+len(begin):], end)
+		if j < 0 {
+			t.Errorf("%s has no %q after %q", page.Path, end, begin)
 			continue
 		}
 		j += i + len(begin)
-		got, want := readme[i+len(begin):j], tt.table.Markdown()
+		got, want := text[i+len(begin):j], tt.table.Markdown()
 		if got == want {
 			continue
 		}
 		if *update {
-			readme = readme[:i+len(begin)] + want + readme[j:]
+			page.Write(t, text[:i+len(begin)]+want+text[j:])
 			continue
 		}
-		t.Errorf("README.md's exit codes of %s differ from %s.ExitCodes (-readme +table):\n%s\nrewrite them with: go test ./cmd/vllm-timings -run TestReadmeExitCodes -u",
-			tt.name, tt.name, cmp.Diff(got, want))
-	}
-	if *update && readme != string(raw) {
-		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		t.Errorf("%s's exit codes of %s differ from %s.ExitCodes (-page +table):\n%s\nrewrite them with: go test ./cmd/vllm-timings -run TestReadmeExitCodes -u",
+			page.Path, tt.name, tt.name, cmp.Diff(got, want))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/vllm-timings/vllm-timings/nixgen"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 // TestNixFlags checks that the flags and arguments reach the options, with
@@ -112,26 +113,28 @@ func nixShellWords(t *testing.T, line string) []string {
 	return argv
 }
 
-// TestReadmeNix runs each command shown in the README's sections marked
-// "<!-- section: nixgen -->" (the nixgen section, and the launcher image
-// and host virtualenv ones) and requires the output shown under it.
+// TestReadmeNix runs each command shown in the sections marked
+// "<!-- section: nixgen -->" of README.md and docs/ (README's model entry,
+// and docs/nix.md's fragments, launcher image and host virtualenv ones) and
+// requires the output shown under it. A section ends at the next marker or
+// "## " heading.
 func TestReadmeNix(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sections := strings.Split(string(raw), "<!-- section: nixgen -->\n")[1:]
-	if len(sections) < 3 {
-		t.Fatalf("README.md has %d sections marked nixgen, want the nixgen, launcher image and host virtualenv ones", len(sections))
-	}
+	const marker = "<!-- section: nixgen -->\n"
 	var blocks []string
-	for _, section := range sections {
-		section, _, _ = strings.Cut(section, "\n## ")
-		b := strings.Split(section, "```console\n")[1:]
-		if len(b) == 0 {
-			t.Fatalf("a section marked nixgen shows no command:\n%.200s", section)
+	sections := 0
+	for _, page := range testtree.PagesWith(t, marker) {
+		for _, section := range strings.Split(page.Text, marker)[1:] {
+			sections++
+			section, _, _ = strings.Cut(section, "\n## ")
+			b := strings.Split(section, "```console\n")[1:]
+			if len(b) == 0 {
+				t.Fatalf("%s: a section marked nixgen shows no command:\n%.200s", page.Path, section)
+			}
+			blocks = append(blocks, b...)
 		}
-		blocks = append(blocks, b...)
+	}
+	if sections < 4 {
+		t.Fatalf("README.md and docs/ have %d sections marked nixgen, want README's model entry and docs/nix.md's fragments, launcher image and host virtualenv ones", sections)
 	}
 	for _, block := range blocks {
 		block, _, _ = strings.Cut(block, "```\n")
@@ -146,7 +149,7 @@ func TestReadmeNix(t *testing.T) {
 			t.Fatalf("%s: exit %d: %s", cmdline, code, stderr.Bytes())
 		}
 		if diff := cmp.Diff(want, stdout.String()); diff != "" {
-			t.Errorf("README shows other output for %s (-readme +actual):\n%s", cmdline, diff)
+			t.Errorf("the documentation shows other output for %s (-page +actual):\n%s", cmdline, diff)
 		}
 	}
 }

@@ -11,8 +11,8 @@
 //
 //	ExitMissing = ExitCodes.Add(5, "an anchor matched nothing in the target file")
 //
-// The command's --help prints that table and so does the README, and a
-// test keeps the README equal to it. 0, 1 and 2 are shared (OK, Internal,
+// The command's --help prints that table and so does docs/reliability.md,
+// and a test keeps the page equal to it. 0, 1 and 2 are shared (OK, Internal,
 // Usage); the others belong to one package each, in the ranges the
 // developers' guide allocates (patcher 3-9, nixgen 10-19 and 50-54,
 // verify 20-29, ...), and a test refuses a code two packages claim.
@@ -69,7 +69,7 @@ type Entry struct {
 }
 
 // Table is the list of a package's exit codes, in the order help texts
-// and the README show them.
+// and docs/reliability.md show them.
 type Table struct {
 	entries []Entry
 }
@@ -104,7 +104,7 @@ func (t *Table) Text() string {
 	return b.String()
 }
 
-// Markdown renders the table as the README shows it.
+// Markdown renders the table as docs/reliability.md shows it.
 func (t *Table) Markdown() string {
 	var b strings.Builder
 	b.WriteString("| code | meaning |\n| --- | --- |\n")

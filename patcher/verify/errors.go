@@ -7,7 +7,7 @@ import (
 )
 
 // ExitCodes lists the exit codes of "vllm-timings verify", in the order
-// its --help and the README show them. verify owns 20-29 (issue 10 has 28,
+// its --help and docs/reliability.md show them. verify owns 20-29 (issue 10 has 28,
 // issue 11 29); a new code is one line here. 2 is the command's: flags it
 // refuses before verify runs.
 var ExitCodes exit.Table

@@ -77,7 +77,7 @@ let
   };
 
   # A llama-swap configuration in the shape NixOS users write today: one
-  # model spliced by hand from dockerArgs and cmdPrefix (the README shows it),
+  # model spliced by hand from dockerArgs and cmdPrefix (docs/nix.md shows it),
   # one cmd built by mkCmd and one entry built by mkModel. The service's PATH
   # has no docker; virtualisation.docker puts it in the system profile.
   docker = "/run/current-system/sw/bin/docker";
@@ -147,7 +147,23 @@ let
           env.HF_HUB_OFFLINE = "1";
           inherit docker;
         };
-        # The README's complete entry: Genesis-style steps before the
+        # README's model entry, shown beside the nix model command that
+        # gives the same entry.
+        "qwen3-8b" = mkModel {
+          image = "vllm/vllm-openai:v0.11.0";
+          serveArgs = [
+            "Qwen/Qwen3-8B"
+            "--served-model-name"
+            "\${MODEL_ID}"
+            "--max-model-len"
+            "\${ctx}"
+          ];
+          extraDockerArgs = [ "--device=nvidia.com/gpu=all" ];
+          env.HF_HUB_OFFLINE = "1";
+          macros.ctx = "75000";
+          docker = "/run/current-system/sw/bin/docker";
+        };
+        # docs/nix.md's complete entry: Genesis-style steps before the
         # patcher, a bash expansion of a variable passed through from
         # llama-swap's environment, the port on all interfaces, and
         # attributes of the user's own that mkModel passes through.
