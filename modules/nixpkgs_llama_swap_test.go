@@ -117,3 +117,63 @@ func TestModuleBesideNixpkgsLlamaSwap(t *testing.T) {
 		}
 	}
 }
+
+// TestVMNodeEvaluates evaluates the VM test's machine (nixos/tests/vm-node.nix)
+// as TestModuleBesideNixpkgsLlamaSwap does the README's configuration: the
+// VM test itself (vm.nix) needs nixpkgs and KVM, and runs in `nix flake
+// check`. What the node asks of NixOS beyond the stand-ins is taken as it
+// is, so only the module's and nixpkgs' llama-swap options are checked.
+func TestVMNodeEvaluates(t *testing.T) {
+	module := nixpkgsLlamaSwap(t)
+	var got struct {
+		besideNixpkgs
+		Services map[string]struct {
+			ServiceConfig map[string]any `json:"serviceConfig"`
+			Requires      []string       `json:"requires"`
+		} `json:"services"`
+	}
+	evalJSON(t, `{ libPath }: import ./nixos/tests/nixpkgs-llama-swap.nix {
+  lib = import (/. + libPath);
+  llamaSwapModule = `+nixtest.String(module)+`;
+  configuration = ./nixos/tests/vm-node.nix;
+  morePkgs = [ "python3" "util-linux" "coreutils" "bash" "curl" ];
+}`, &got)
+	if len(got.Warnings) != 0 {
+		t.Errorf("the VM node warns: %q", got.Warnings)
+	}
+	if diff := cmp.Diff([]string{"docker"}, got.Unit.SupplementaryGroups); diff != "" {
+		t.Errorf("SupplementaryGroups (-want +got):\n%s", diff)
+	}
+	if !got.Unit.DynamicUser || !got.Unit.PrivateUsers {
+		t.Error("the VM node's llama-swap unit lacks DynamicUser or PrivateUsers")
+	}
+	model, _ := got.Settings.Models["vllm"].(map[string]any)
+	cmd, _ := model["cmd"].(string)
+	for _, want := range []string{
+		"-docker-standin/bin/docker run",
+		"-v /nix/store/00000000000000000000000000000000-vllm-timings-0.1.0/bin/vllm-timings:/patches/vllm-timings:ro",
+		"if touch /patches/vllm-timings 2>/dev/null; then",
+		"/patches/vllm-timings apply --on-failure warn || true;",
+	} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("the VM node's model cmd lacks %q:\n%s", want, cmd)
+		}
+	}
+	daemon, ok := got.Services["docker-standin"]
+	exec, _ := daemon.ServiceConfig["ExecStart"].(string)
+	if !ok || !strings.Contains(exec, "daemon --socket /run/docker.sock --group docker") {
+		t.Errorf("the VM node runs no docker stand-in on /run/docker.sock for the docker group: %q", exec)
+	}
+	if !slicesContains(got.Services["llama-swap"].Requires, "docker-standin.service") {
+		t.Error("llama-swap does not require the docker stand-in")
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

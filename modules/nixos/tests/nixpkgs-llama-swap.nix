@@ -16,6 +16,9 @@
     inherit lib;
     sampleModule = true;
   },
+  # More of pkgs, for a configuration that uses it: names of packages that
+  # stand in as fake store paths.
+  morePkgs ? [ ],
 }:
 let
   fakeStorePath = name: "/nix/store/00000000000000000000000000000000-${name}";
@@ -50,10 +53,21 @@ let
         type = lib.types.attrsOf (
           lib.types.submodule {
             freeformType = lib.types.attrsOf lib.types.anything;
-            options.serviceConfig = lib.mkOption {
-              type = lib.types.attrsOf lib.types.unspecified;
-              default = { };
-            };
+            options =
+              {
+                serviceConfig = lib.mkOption {
+                  type = lib.types.attrsOf lib.types.unspecified;
+                  default = { };
+                };
+              }
+              # Lists that NixOS concatenates across modules.
+              // lib.genAttrs [ "after" "before" "wantedBy" "requires" "wants" "path" ] (
+                _:
+                lib.mkOption {
+                  type = lib.types.listOf lib.types.unspecified;
+                  default = [ ];
+                }
+              );
           }
         );
         default = { };
@@ -74,7 +88,14 @@ let
       (lib.types.listOf jsonValue)
     ]
   );
-  pkgs = {
+  fakePackage = name: {
+    type = "derivation";
+    inherit name;
+    outPath = fakeStorePath name;
+    interpreter = "${fakeStorePath name}/bin/${name}";
+  };
+  pkgs = lib.genAttrs morePkgs fakePackage // {
+    runCommand = name: _: _: fakePackage name;
     llama-swap = {
       type = "derivation";
       name = "llama-swap";
@@ -123,6 +144,7 @@ let
   written = (pkgs.formats.yaml { }).generate "config.yaml" config.services.llama-swap.settings;
 in
 {
+  inherit (config.systemd) services;
   unit = {
     inherit (unit) wantedBy;
     inherit (unit.serviceConfig)
