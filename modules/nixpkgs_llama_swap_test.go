@@ -136,7 +136,7 @@ func TestVMNodeEvaluates(t *testing.T) {
   lib = import (/. + libPath);
   llamaSwapModule = `+nixtest.String(module)+`;
   configuration = ./nixos/tests/vm-node.nix;
-  morePkgs = [ "python3" "util-linux" "coreutils" "bash" "curl" ];
+  morePkgs = [ "python3" "util-linux" "coreutils" "gnugrep" "bash" "curl" ];
 }`, &got)
 	if len(got.Warnings) != 0 {
 		t.Errorf("the VM node warns: %q", got.Warnings)

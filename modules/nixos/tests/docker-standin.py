@@ -19,7 +19,8 @@ own where
     log line says whether DEST really is read-only there;
   - /opt/venv is a writable copy of the image directory's opt/venv, a
     fixture vLLM tree where vllm-timings finds it as in a vLLM image;
-  - /bin holds sh and bash, and PATH is the image's bin/ and /bin;
+  - /bin holds sh and bash, and PATH is the image's bin/, /bin and the
+    daemon's own PATH (an image's base system);
   - --entrypoint and the arguments after the image run as in Docker;
   - -p [IP:]HOSTPORT:8000 sets VLLM_STANDIN_PORT=HOSTPORT: the image's
     `vllm` listens there on 127.0.0.1 instead of on a port of its own
@@ -165,7 +166,9 @@ class Daemon:
 
     def run(self, conn, argv, client_env, fds, entry):
         opts, image, words = parse_run(argv)
-        env = {"PATH": "%s/bin:/bin" % self.image, "HOME": "/root"}
+        # The image's bin/, then what an image's base system has (here the
+        # daemon's own tools: coreutils, util-linux, grep).
+        env = {"PATH": "%s/bin:/bin:%s" % (self.image, os.environ.get("PATH", "")), "HOME": "/root"}
         for e in opts["env"]:
             name, eq, value = e.partition("=")
             if eq:

@@ -69,9 +69,11 @@ in
     description = "A stand-in for dockerd (vllm-timings' VM test)";
     wantedBy = [ "multi-user.target" ];
     before = [ "llama-swap.service" ];
+    # What it mounts and copies with, and the containers' base system.
     path = [
       pkgs.util-linux
       pkgs.coreutils
+      pkgs.gnugrep
       pkgs.bash
     ];
     serviceConfig.ExecStart = "${python} ${./docker-standin.py} daemon --socket /run/docker.sock --group docker --image ${image} --log /var/log/docker-standin.jsonl";
