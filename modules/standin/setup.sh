@@ -1,3 +1,5 @@
+# shellcheck shell=bash disable=SC2123,SC2154
+# (PATH is set on purpose; the other variables come from the derivation.)
 # The builder of stdenv.nix's derivations: the parts of nixpkgs'
 # stdenv/generic/setup.sh that a buildGoModule package goes through, written
 # for this stand-in. Phases run in order, each the derivation's string when
@@ -60,15 +62,15 @@ patchPhase() {
   runHook postPatch
 }
 
-# The phases a buildGoModule derivation sets are strings; the defaults are
-# only for what it leaves to stdenv.
+# A phase the derivation sets is a string, run with eval (a bash function
+# and a variable may share a name); one it leaves to stdenv runs only its
+# hooks (buildGoModule sets all four).
 for phase in configurePhase buildPhase checkPhase installPhase; do
-  eval "$phase() { runHook pre${phase%Phase}; runHook post${phase%Phase}; }"
-done
-for phase in configurePhase buildPhase checkPhase installPhase; do
+  name=${phase%Phase}
   if [[ -n ${!phase:-} ]]; then
     eval "$phase() { eval \"\${$phase}\"; }"
-    # Bash functions and variables are separate names: keep the string.
+  else
+    eval "$phase() { runHook pre${name^}; runHook post${name^}; }"
   fi
 done
 
