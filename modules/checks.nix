@@ -152,6 +152,10 @@ in
     else
       throw "nixos-module check failed: ${lib.concatStringsSep ", " failed}";
 
+  # The NixOS VM test: nixpkgs' llama-swap unit, this module and a Docker
+  # stand-in; a request through llama-swap must return timings. Needs KVM.
+  vm = import ./nixos/tests/vm.nix { inherit pkgs module package; };
+
   # nixfmt (RFC 166 style) over every Nix file. Fix: nix fmt
   format =
     pkgs.runCommand "vllm-timings-nixfmt-check"

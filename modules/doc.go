@@ -12,8 +12,23 @@
 //     result must equal modules/nixos/tests/expected.json (-update rewrites
 //     it);
 //   - the module's strings and mkModel entries are compared with what the
-//     built binary's `nix fragments` and `nix model` print for the same input.
+//     built binary's `nix fragments` and `nix model` print for the same input;
+//   - the README's configuration (eval.nix's sample) and the VM test's node
+//     (nixos/tests/vm-node.nix) are evaluated beside nixpkgs' own
+//     services.llama-swap module (../shared/nixpkgs-llama-swap), with
+//     stand-ins for the NixOS options it sets (nixos/tests/nixpkgs-llama-swap.nix):
+//     the unit, its config.yaml and the warnings;
+//   - as root, the VM test's Docker stand-in (nixos/tests/docker-standin.py)
+//     serves the real llama-swap, run as nobody with the socket's group, and
+//     a request through it returns timings.
+//
+// scripts/nix-build-here (run by .ci/run, not by go test) builds
+// package.nix under real Nix, in its sandbox, with modules/standin: nixpkgs'
+// lib, a buildGoModule written to nixpkgs' semantics and each nixpkgs
+// package mapped to this machine's programs.
 //
 // The flake's own checks (`nix flake check`) run the same eval.nix and
-// expected.json, and also build the package; they need a full nixpkgs.
+// expected.json, build the package with nixpkgs' buildGoModule, and run the
+// NixOS VM test (nixos/tests/vm.nix); they need nixpkgs, and the VM test
+// KVM.
 package modules

@@ -159,7 +159,14 @@ var pyflakesLine = regexp.MustCompile(`^[^:]+:\d+:(\d+:)? `)
 // versions.
 func pyflakesFindings(t *testing.T, paths ...string) map[string][]string {
 	t.Helper()
-	bin := requireTool(t, "pyflakes3")
+	// Debian calls it pyflakes3; pip and nixpkgs, pyflakes.
+	name := "pyflakes3"
+	if _, err := exec.LookPath(name); err != nil {
+		if _, err := exec.LookPath("pyflakes"); err == nil {
+			name = "pyflakes"
+		}
+	}
+	bin := requireTool(t, name)
 	out, _ := exec.Command(bin, paths...).CombinedOutput() // exit 1 means findings
 	msgs := map[string][]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -10,12 +10,14 @@
 # `lib`, so `lib.evalModules` alone can evaluate it (see ./tests/eval.nix).
 {
   config,
+  options,
   lib,
   pkgs,
   ...
 }:
 let
   cfg = config.services.llama-swap.vllmTimings;
+  opts = options.services.llama-swap.vllmTimings;
   opt = "services.llama-swap.vllmTimings";
 
   fragments = import ./fragments.nix {
@@ -46,7 +48,7 @@ in
     package = lib.mkOption {
       type = lib.types.package;
       default = pkgs.callPackage ../package.nix { };
-      defaultText = lib.literalExpression "vllm-timings.packages.\${pkgs.stdenv.hostPlatform.system}.default";
+      defaultText = lib.literalMD "this flake's `modules/package.nix`, built with the system's own `pkgs` (`pkgs.callPackage`)";
       description = ''
         The vllm-timings package. Its statically linked binary,
         `lib.getExe package`, is mounted read-only into the container straight
@@ -105,7 +107,10 @@ in
         `SupplementaryGroups` of the llama-swap unit: nixpkgs' own
         (`systemd.services.llama-swap`, when {option}`services.llama-swap.enable`
         is set), or the unit named by {option}`${opt}.serviceName`. With
-        neither, the setting warns that it changes nothing.
+        neither, the setting warns that it changes nothing; it also warns
+        when `users.groups` has no such group, when no other module defines
+        the unit {option}`${opt}.serviceName` names, and when that unit gets
+        the group while nixpkgs' llama-swap unit, also enabled, does not.
 
         The default, `null`, changes nothing. To do it yourself instead:
         `systemd.services.llama-swap.serviceConfig.SupplementaryGroups = [ "docker" ];`
@@ -166,7 +171,9 @@ in
         the timings patch applied at build time (an `overridePythonAttrs`
         whose `postInstall` runs `vllm-timings apply --on-failure abort`
         on `$out/''${python.sitePackages}/vllm`, with
-        {option}`${opt}.package` and {option}`${opt}.patchsets`). The store is
+        {option}`${opt}.patchsets`, and with {option}`${opt}.package` built
+        for the build machine, `pkgs.buildPackages`, when it is the default;
+        a package you set runs as it is, so it must run there). The store is
         read-only, so the patch cannot be applied where vLLM runs; a vLLM that
         no patch set fits fails the build. The override misses the binary
         cache: the first build compiles vLLM. Use its `bin/vllm` in a model's
@@ -300,6 +307,24 @@ in
           "llama-swap"
         else
           null;
+      # Whether a module besides this one defines the user's unit: this
+      # module's own definition is one of options.systemd.services'.
+      unitDefined =
+        builtins.length (
+          builtins.filter (d: d ? ${cfg.serviceName}) options.systemd.services.definitions
+        ) > 1;
+      # Evaluations without NixOS's users module (lib.evalModules with
+      # stand-ins) cannot tell, and do not warn.
+      groupDeclared =
+        !(options ? users.groups) || config.users.groups ? ${cfg.dockerGroup};
+      # patchVllm runs the patcher while vLLM builds, so on the build
+      # platform: the default package is built with pkgs.buildPackages, as
+      # overlays.vllm does. A package the user sets is used as it is.
+      patcherForBuild =
+        if opts.package.highestPrio == (lib.mkOptionDefault { }).priority then
+          pkgs.buildPackages.callPackage ../package.nix { }
+        else
+          cfg.package;
     in
     lib.mkMerge [
       {
@@ -313,12 +338,22 @@ in
             vllm:
             import ../vllm.nix { inherit lib; } {
               inherit vllm;
-              vllm-timings = cfg.package;
+              vllm-timings = patcherForBuild;
               patchsets = map (p: "${p}") cfg.patchsets;
             };
         };
-        warnings = lib.optional (cfg.dockerGroup != null && unit == null) ''
-          ${opt}.dockerGroup = "${cfg.dockerGroup}" changes nothing: services.llama-swap.enable is false and ${opt}.serviceName is null, so no unit gets the group. If you run llama-swap from a unit of your own, set ${opt}.serviceName to its name.'';
+        warnings =
+          lib.optional (cfg.dockerGroup != null && unit == null) ''
+            ${opt}.dockerGroup = "${cfg.dockerGroup}" changes nothing: services.llama-swap.enable is false and ${opt}.serviceName is null, so no unit gets the group. If you run llama-swap from a unit of your own, set ${opt}.serviceName to its name.''
+          ++ lib.optional (cfg.dockerGroup != null && cfg.serviceName != null && !unitDefined) ''
+            ${opt}.serviceName = "${cfg.serviceName}", but no module defines systemd.services.${cfg.serviceName} besides this one: dockerGroup creates a unit of that name that runs nothing. Set it to the name of the unit that runs llama-swap.''
+          ++
+            lib.optional
+              (cfg.dockerGroup != null && cfg.serviceName != null && config.services.llama-swap.enable)
+              ''
+                ${opt}.dockerGroup = "${cfg.dockerGroup}" goes to ${opt}.serviceName's unit, ${cfg.serviceName}, and not to nixpkgs' llama-swap unit, which services.llama-swap.enable also runs. Set serviceName = null to give the group to llama-swap's unit.''
+          ++ lib.optional (cfg.dockerGroup != null && unit != null && !groupDeclared) ''
+            ${opt}.dockerGroup = "${cfg.dockerGroup}", but users.groups has no group of that name, so the unit cannot start with it. Enable what creates the socket's group (virtualisation.docker.enable for "docker", virtualisation.podman.dockerSocket.enable for "podman"), or declare it: users.groups.${cfg.dockerGroup} = { };'';
       }
       (lib.mkIf (cfg.dockerGroup != null && unit != null) {
         # (mkIf reads the attribute names even when its condition is false.)

@@ -41,14 +41,11 @@ func installVllmTimings() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
 	root := RepoRoot()
 	sum := sha256.Sum256([]byte(root))
-	bin := filepath.Join(cache, "vllm-timings", "bin-"+hex.EncodeToString(sum[:])[:12]+"-"+runtime.Version())
-	if err := os.MkdirAll(bin, 0o755); err != nil {
+	name := filepath.Join("vllm-timings", "bin-"+hex.EncodeToString(sum[:])[:12]+"-"+runtime.Version())
+	bin, err := cacheSubdir(name)
+	if err != nil {
 		return "", err
 	}
 	unlock, err := lockFile(filepath.Join(bin, ".lock"))
@@ -63,6 +60,20 @@ func installVllmTimings() (string, error) {
 		return "", fmt.Errorf("go install ./cmd/vllm-timings: %v\n%s", err, out)
 	}
 	return filepath.Join(bin, "vllm-timings"), nil
+}
+
+// cacheSubdir creates name under the user cache directory, or under the
+// temporary directory where there is none or it cannot be written: Nix's
+// build sandbox sets HOME=/homeless-shelter, which does not exist.
+func cacheSubdir(name string) (string, error) {
+	if cache, err := os.UserCacheDir(); err == nil {
+		dir := filepath.Join(cache, name)
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			return dir, nil
+		}
+	}
+	dir := filepath.Join(os.TempDir(), name)
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // CopyFile copies the file src to dst with the given mode.

@@ -20,6 +20,9 @@
     "/etc/vllm-timings/first.hcl"
     "/etc/vllm-timings/second.hcl"
   ],
+  # true: return the sample configuration itself, a module, for
+  # ./nixpkgs-llama-swap.nix to evaluate beside nixpkgs' own module.
+  sampleModule ? false,
 }:
 let
   # What nixpkgs' llama-swap module and NixOS declare, reduced to the parts
@@ -35,6 +38,10 @@ let
         type = lib.types.submodule { freeformType = lib.types.attrsOf lib.types.anything; };
         default = { };
       };
+    };
+    options.users.groups = lib.mkOption {
+      type = lib.types.attrsOf (lib.types.submodule { freeformType = lib.types.attrsOf lib.types.anything; });
+      default = { };
     };
     options.systemd.services = lib.mkOption {
       type = lib.types.attrsOf (
@@ -92,6 +99,8 @@ let
         enable = true;
         dockerGroup = "docker";
       };
+      # What virtualisation.docker.enable declares.
+      users.groups.docker = { };
       services.llama-swap.settings.models = {
         "qwen-vllm" = {
           proxy = "http://127.0.0.1:\${PORT}";
@@ -226,7 +235,18 @@ let
     name: options: fails (timingsOf { services.llama-swap.vllmTimings = options; }).${name};
 
   disabled = timingsOf { services.llama-swap.enable = true; };
+
+  # The configuration's only warning is the one that holds text.
+  warnsOnly =
+    text: module:
+    let
+      w = (evalConfig module).warnings;
+    in
+    builtins.length w == 1 && lib.hasInfix text (builtins.head w);
 in
+if sampleModule then
+  sample
+else
 {
   fragments = lib.mapAttrs (
     _: options:
@@ -271,6 +291,39 @@ in
       in
       builtins.length w == 1 && lib.hasInfix "set services.llama-swap.vllmTimings.serviceName" (builtins.head w);
     noWarningByDefault = (evalConfig { services.llama-swap.enable = true; }).warnings == [ ];
+    noWarningForSample = sampleConfig.warnings == [ ];
+    # A group users.groups does not have, a serviceName no other module
+    # defines, and a serviceName while nixpkgs' unit runs too: one warning
+    # each, naming what to change.
+    missingGroupWarns = warnsOnly "users.groups.podman = { };" {
+      services.llama-swap.enable = true;
+      services.llama-swap.vllmTimings.dockerGroup = "podman";
+    };
+    undefinedUnitWarns = warnsOnly "no module defines systemd.services.my-llama-swap" {
+      services.llama-swap.vllmTimings = {
+        dockerGroup = "docker";
+        serviceName = "my-llama-swap";
+      };
+      users.groups.docker = { };
+    };
+    definedUnitDoesNotWarn =
+      (evalConfig {
+        services.llama-swap.vllmTimings = {
+          dockerGroup = "docker";
+          serviceName = "my-llama-swap";
+        };
+        systemd.services.my-llama-swap.serviceConfig.ExecStart = "/bin/llama-swap";
+        users.groups.docker = { };
+      }).warnings == [ ];
+    ownUnitBesideNixpkgsWarns = warnsOnly "Set serviceName = null to give the group to llama-swap's unit" {
+      services.llama-swap.enable = true;
+      services.llama-swap.vllmTimings = {
+        dockerGroup = "docker";
+        serviceName = "my-llama-swap";
+      };
+      systemd.services.my-llama-swap.serviceConfig.ExecStart = "/bin/llama-swap";
+      users.groups.docker = { };
+    };
     # People who run llama-swap from a unit of their own name it.
     dockerGroupOnOwnUnit =
       (evalConfig {
