@@ -121,7 +121,7 @@ func TestNewRefusals(t *testing.T) {
 		want  []string
 	}{
 		{"expansion", ModelOptions{Image: "i", ServeArgs: Args("${HOME:-/root}")}, ExitExpansion, []string{`serve argument 1 "${HOME:-/root}"`, "unexpanded", "--raw"}},
-		{"variable", ModelOptions{Image: "i", ServeArgs: Args("a", "$HOME/x")}, ExitExpansion, []string{"serve argument 2", `"$H..."`}},
+		{"variable", ModelOptions{Image: "i", ServeArgs: Args("a", "$HOME/x")}, ExitExpansion, []string{"serve argument 2", `"$HOME"`}},
 		{"expansion without shell", ModelOptions{Image: "i", Entrypoint: []string{"x"}, ServeArgs: Args("$HOME")}, ExitExpansion, []string{"No shell runs this command"}},
 		{"empty statement", ModelOptions{Image: "i", Before: []string{" "}}, ExitStatement, []string{"before statement 1", "is empty"}},
 		{"semicolon", ModelOptions{Image: "i", Before: []string{"a", "b; "}}, ExitStatement, []string{"before statement 2", `ends in ";"`}},

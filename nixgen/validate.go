@@ -124,7 +124,27 @@ func checkWord(input, s string, known map[string]string, ctx wordContext) error 
 }
 
 // bashVar finds $NAME, a variable bash would expand.
-var bashVar = regexp.MustCompile(`\$[A-Za-z_]`)
+var bashVar = regexp.MustCompile(`\$[A-Za-z_][A-Za-z0-9_]*`)
+
+// braceExpansion is the ${...} that s starts with, up to the brace that
+// closes it (nested ones counted), or all of s when none does.
+func braceExpansion(s string) string {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\':
+			i++
+		case strings.HasPrefix(s[i:], "${"):
+			depth++
+			i++
+		case s[i] == '}':
+			if depth--; depth == 0 {
+				return s[:i+1]
+			}
+		}
+	}
+	return s
+}
 
 // checkExpansion refuses a plain serve argument that holds a bash expansion:
 // quoting would hand the text to vLLM unexpanded. known macros are left to
@@ -133,18 +153,18 @@ func checkExpansion(input, s string, known map[string]string, inBash bool) error
 	rest := macroRef.ReplaceAllString(s, "") // all known by now
 	var found string
 	if i := strings.Index(rest, "${"); i >= 0 {
-		found = "${"
+		found = braceExpansion(rest[i:])
 	} else if m := bashVar.FindString(s); m != "" {
 		found = m
 	} else {
 		return nil
 	}
 	if !inBash {
-		return errorf(ExitExpansion, input, s, "holds the bash expansion "+strconv.Quote(found+"..."),
+		return errorf(ExitExpansion, input, s, "holds the bash expansion "+strconv.Quote(found),
 			"No shell runs this command (the entrypoint and venv forms run it directly), so vLLM would get the text unexpanded; write the value itself.")
 	}
 	q := shellQuote(s)
-	return errorf(ExitExpansion, input, s, "holds the bash expansion "+strconv.Quote(found+"..."),
+	return errorf(ExitExpansion, input, s, "holds the bash expansion "+strconv.Quote(found),
 		"Serve arguments are quoted, so vLLM would get the text unexpanded. To let bash expand it, pass the argument raw: --raw %[1]s on the command line, vt.raw in Nix. To pass the text as it is, single-quote it inside raw: --raw %[2]s.",
 		q, shellQuote(q))
 }

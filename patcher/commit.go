@@ -326,7 +326,7 @@ func removeRetry(p string) error {
 func fsError(rel string, err error) *exit.Error {
 	hint := "Check that the vllm package directory exists and is writable by this user, and that the disk has space."
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-		hint = "The vllm package is read-only here. Run vllm-timings where the package is writable (inside the container, before exec vllm serve, as the image's user), or use --on-failure warn to start without timings."
+		hint = "The vllm package is read-only here. Pass --overlay DIR (apply --overlay or exec --overlay, DIR a writable directory) to leave vLLM's files alone and write patched copies there, run vllm-timings where the package is writable (inside the container, before exec vllm serve, as the image's user), or use --on-failure warn to start without timings."
 	}
 	return &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot write %s: %v", rel, err), Hint: hint + " Nothing was changed.", Err: err}
 }

@@ -140,7 +140,7 @@ func TestReadOnlyTree(t *testing.T) {
 		if code != want {
 			t.Errorf("--on-failure %s: exit %d, want %d\n%s", onFailure, code, want, out)
 		}
-		for _, m := range []string{"cannot write vllm/", "permission denied", "read-only here", "Nothing was changed"} {
+		for _, m := range []string{"cannot write vllm/", "permission denied", "read-only here", "--overlay DIR", "Nothing was changed"} {
 			if !strings.Contains(string(out), m) {
 				t.Errorf("--on-failure %s: output lacks %q:\n%s", onFailure, m, out)
 			}

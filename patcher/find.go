@@ -3,6 +3,8 @@ package patcher
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,7 +140,16 @@ func fromDir(dir, via string) (*Install, error) {
 		return nil, &exit.Error{Code: ExitNotFound, Pos: via + " " + dir, Msg: err.Error(), Err: err}
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return nil, &exit.Error{Code: ExitNotFound, Pos: via + " " + dir, Msg: "no such directory", Hint: "Pass the vllm package directory (it holds __init__.py and entrypoints/) or the site-packages directory above it."}
+		msg := "no such directory"
+		switch {
+		case err == nil && st.Mode().IsRegular():
+			msg = "is a file, not a directory"
+		case err == nil:
+			msg = "is " + describeMode(st.Mode()) + ", not a directory"
+		case !errors.Is(err, fs.ErrNotExist):
+			msg = err.Error()
+		}
+		return nil, &exit.Error{Code: ExitNotFound, Pos: via + " " + dir, Msg: msg, Hint: "Pass the vllm package directory (it holds __init__.py and entrypoints/) or the site-packages directory above it.", Err: err}
 	}
 	pkg := abs
 	if filepath.Base(abs) != "vllm" || !isPackage(abs) {

@@ -57,7 +57,7 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 		lib.User = append(lib.User, sets...)
 	}
 	if diags.HasErrors() {
-		return nil, &exit.Error{Code: ExitSpec, Msg: lib.render(diags) + "vllm-timings: the patch set above is invalid; fix the lines shown (the patcher package documents the language)."}
+		return nil, &exit.Error{Code: ExitSpec, Msg: lib.render(diags) + "vllm-timings: the patch set above is invalid; fix the lines shown. \"vllm-timings patchsets --help\" describes the language, and \"vllm-timings patchsets --print openai-packages\" prints a set that works."}
 	}
 	user := map[string]bool{}
 	for _, s := range lib.User {
@@ -197,6 +197,7 @@ func (l *Library) render(diags hcl.Diagnostics) string {
 			files[s.Source] = &hcl.File{Bytes: src}
 		}
 	}
+	diags = distinct(diags)
 	shown := diags
 	if len(shown) > maxDiagnostics {
 		shown = shown[:maxDiagnostics]
@@ -224,6 +225,33 @@ func (l *Library) render(diags hcl.Diagnostics) string {
 	out = strings.Join(lines, "")
 	if more := len(diags) - len(shown); more > 0 {
 		out += fmt.Sprintf("... and %d more (%d in all); fix the first ones and run again.\n\n", more, len(diags))
+	}
+	return out
+}
+
+// distinct drops a diagnostic that would render as one already kept: the
+// same problem on the same line (two curly quotes on a line are two
+// "Invalid character" errors whose text differs only in the column, which
+// the rendering does not show).
+func distinct(diags hcl.Diagnostics) hcl.Diagnostics {
+	type key struct {
+		file            string
+		line            int
+		summary, detail string
+		severity        hcl.DiagnosticSeverity
+	}
+	seen := map[key]bool{}
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		k := key{summary: d.Summary, detail: d.Detail, severity: d.Severity}
+		if d.Subject != nil {
+			k.file, k.line = d.Subject.Filename, d.Subject.Start.Line
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, d)
 	}
 	return out
 }

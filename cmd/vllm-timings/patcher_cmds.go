@@ -449,6 +449,7 @@ func newCmdPatchsets(out io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "patchsets",
 		Short: "List the patch sets, the vLLM versions each covers, and the files each touches",
+		Long:  patchsetsLong(),
 		Example: `  vllm-timings patchsets
   vllm-timings patchsets --print openai-packages > my-nightly.hcl   # a starting point for your own`,
 		Args: cobra.NoArgs,

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +27,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetFlagErrorFunc(flagError)
 
 	// Keep one command per line: branches that add commands then merge
 	// without conflicts.
@@ -57,4 +60,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return reportError(stderr, err)
 	}
 	return 0
+}
+
+// flagError is every command's flag error (subcommands inherit it): an
+// unknown flag says where the flags are listed.
+func flagError(cmd *cobra.Command, err error) error {
+	if strings.HasPrefix(err.Error(), "unknown flag") || strings.HasPrefix(err.Error(), "unknown shorthand flag") {
+		return fmt.Errorf("%w; %q lists the flags", err, cmd.CommandPath()+" --help")
+	}
+	return err
 }
