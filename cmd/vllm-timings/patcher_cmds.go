@@ -39,7 +39,10 @@ type applyOptions struct {
 	dryRun    bool
 	takeOver  bool
 	overlay   string
-	out, err  io.Writer
+	// out gets what a script reads (the PYTHONPATH line of --overlay), err
+	// the progress lines and warnings: stderr in every command, so that
+	// exec's COMMAND owns stdout.
+	out, err io.Writer
 }
 
 func newCmdApply(out, errw io.Writer) *cobra.Command {
@@ -63,6 +66,10 @@ Chat/completions must fit. A part this vLLM does not serve is skipped. A
 part it serves but no set fits is exit 29 with nothing written, or, with
 --on-failure warn, left without timings while the parts that fit are
 applied.
+
+Progress and warnings go to stderr (in every command, so that exec's
+COMMAND owns stdout). With --overlay, stdout gets one line, the
+"export PYTHONPATH=..." to run, for eval.
 
 Exit codes:
 ` + patcher.ExitCodes.Text(),
@@ -141,18 +148,18 @@ func applyDo(o *applyOptions) (string, error) {
 	}
 	defer s.Close()
 	defer warn(o.err, s)
-	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
+	logf(o.err, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
 	p, err := s.Plan()
 	if err != nil {
 		return "", err
 	}
-	logf(o.out, "%s", s.Sel.Why)
+	logf(o.err, "%s", s.Sel.Why)
 	for _, c := range s.Sel.Parts {
 		if c.Unfit() {
 			logf(o.err, "warning: %s gets no timings: %s; run \"vllm-timings doctor\" to see what moved (--on-failure warn)", patcher.PartLabel(c.Part), c.Why)
 			continue
 		}
-		logf(o.out, "%s: %s", patcher.PartLabel(c.Part), c.Why)
+		logf(o.err, "%s: %s", patcher.PartLabel(c.Part), c.Why)
 	}
 	if o.overlay != "" {
 		return applyOverlay(o, s, p)
@@ -161,15 +168,15 @@ func applyDo(o *applyOptions) (string, error) {
 		changes := p.Changes()
 		for _, f := range changes {
 			if f.Exists {
-				logf(o.out, "would patch %s (%d insertions)", f.Path, f.Edits)
+				logf(o.err, "would patch %s (%d insertions)", f.Path, f.Edits)
 			} else {
-				logf(o.out, "would create %s", f.Path)
+				logf(o.err, "would create %s", f.Path)
 			}
 		}
 		if len(changes) == 0 {
-			logf(o.out, "already patched; nothing to do")
+			logf(o.err, "already patched; nothing to do")
 		} else {
-			logf(o.out, "dry run: nothing written")
+			logf(o.err, "dry run: nothing written")
 		}
 		return "", nil
 	}
@@ -178,10 +185,10 @@ func applyDo(o *applyOptions) (string, error) {
 		return "", err
 	}
 	for _, d := range done {
-		logf(o.out, "%s", d)
+		logf(o.err, "%s", d)
 	}
 	if len(done) == 0 {
-		logf(o.out, "already patched; nothing to do")
+		logf(o.err, "already patched; nothing to do")
 	}
 	return "", nil
 }
@@ -191,12 +198,12 @@ func applyOverlay(o *applyOptions, s *patcher.Session, p *patcher.SetPlan) (stri
 	if o.dryRun {
 		changes := p.Changes()
 		for _, f := range changes {
-			logf(o.out, "would write a patched copy of %s into the overlay %s", f.Path, o.overlay)
+			logf(o.err, "would write a patched copy of %s into the overlay %s", f.Path, o.overlay)
 		}
 		if len(changes) == 0 {
-			logf(o.out, "already patched in place; no overlay needed")
+			logf(o.err, "already patched in place; no overlay needed")
 		} else {
-			logf(o.out, "dry run: nothing written")
+			logf(o.err, "dry run: nothing written")
 		}
 		return "", nil
 	}
@@ -205,16 +212,16 @@ func applyOverlay(o *applyOptions, s *patcher.Session, p *patcher.SetPlan) (stri
 		return "", err
 	}
 	for _, line := range res.Written {
-		logf(o.out, "%s", line)
+		logf(o.err, "%s", line)
 	}
 	if !res.Needed {
-		logf(o.out, "already patched in place; no overlay needed")
+		logf(o.err, "already patched in place; no overlay needed")
 		return "", nil
 	}
 	if len(res.Written) == 0 {
-		logf(o.out, "overlay %s is up to date; nothing written", res.Dir)
+		logf(o.err, "overlay %s is up to date; nothing written", res.Dir)
 	}
-	logf(o.out, "%s is unchanged; Python uses the overlay with this directory first on PYTHONPATH:", s.Install.Dir)
+	logf(o.err, "%s is unchanged; Python uses the overlay with this directory first on PYTHONPATH:", s.Install.Dir)
 	fmt.Fprintln(o.out, res.PythonPath())
 	return res.Dir, nil
 }
@@ -326,11 +333,11 @@ type revertOptions struct {
 	dryRun   bool
 	takeOver bool
 	overlay  string
-	out, err io.Writer
+	err      io.Writer // progress lines and warnings, as apply's
 }
 
-func newCmdRevert(out, errw io.Writer) *cobra.Command {
-	o := &revertOptions{out: out, err: errw}
+func newCmdRevert(errw io.Writer) *cobra.Command {
+	o := &revertOptions{err: errw}
 	cmd := &cobra.Command{
 		Use:   "revert",
 		Short: "Restore the original vLLM files, byte for byte",
@@ -360,17 +367,15 @@ func revertRun(o *revertOptions) error {
 		return err
 	}
 	defer s.Close()
-	if o.err != nil {
-		defer warn(o.err, s)
-	}
-	logf(o.out, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
+	defer warn(o.err, s)
+	logf(o.err, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
 	if o.overlay != "" {
 		done, err := s.RevertOverlay(o.overlay, o.dryRun)
 		for _, d := range done {
-			logf(o.out, "%s", d)
+			logf(o.err, "%s", d)
 		}
 		if err == nil && len(done) == 0 {
-			logf(o.out, "no overlay in %s; nothing to do", o.overlay)
+			logf(o.err, "no overlay in %s; nothing to do", o.overlay)
 		}
 		return err
 	}
@@ -383,10 +388,10 @@ func revertRun(o *revertOptions) error {
 		prefix = "would have "
 	}
 	for _, d := range done {
-		logf(o.out, "%s%s", prefix, d)
+		logf(o.err, "%s%s", prefix, d)
 	}
 	if len(done) == 0 {
-		logf(o.out, "not patched; nothing to do")
+		logf(o.err, "not patched; nothing to do")
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		// patcher commands
 		newCmdApply(stdout, stderr),
 		newCmdStatus(stdout),
-		newCmdRevert(stdout, stderr),
+		newCmdRevert(stderr),
 		newCmdDiff(stdout),
 		newCmdPatchsets(stdout),
 		newCmdDoctor(stdout),
