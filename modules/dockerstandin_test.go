@@ -36,7 +36,7 @@ const standinGroup = 64999
 // /usr/bin/python3 for nobody's client; it skips without root.
 func TestDockerStandIn(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root to run the Docker stand-in's daemon and its mount namespaces")
+		testtree.Skipf(t, "root", "SKIPPED: needs root to run the Docker stand-in's daemon and its mount namespaces")
 	}
 	for _, tool := range []string{"unshare", "mount", "findmnt", "setpriv"} {
 		testtree.RequireTool(t, tool)
@@ -48,7 +48,7 @@ func TestDockerStandIn(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is missing, and CI=true requires it", nobodyPython)
 		}
-		t.Skipf("SKIPPED: no %s for nobody's docker client", nobodyPython)
+		testtree.Skipf(t, nobodyPython, "SKIPPED: no %s for nobody's docker client", nobodyPython)
 	}
 
 	// Everything nobody runs or reads lives in a directory it can enter.

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vllm-timings/vllm-timings/nixgen/nixtest"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 // nixpkgsLlamaSwap returns nixpkgs' own llama-swap module, pinned in
@@ -22,7 +23,7 @@ func nixpkgsLlamaSwap(t *testing.T) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is missing, and CI=true requires nixpkgs' llama-swap module", file)
 		}
-		t.Skipf("SKIPPED: %s is missing, so the module was not evaluated beside nixpkgs' llama-swap module (with CI=true this fails)", file)
+		testtree.Skipf(t, "nixpkgs' llama-swap module in ../shared/nixpkgs-llama-swap", "SKIPPED: %s is missing, so the module was not evaluated beside nixpkgs' llama-swap module (with CI=true this fails)", file)
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {

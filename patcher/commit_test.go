@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 func testTxn(root string, changes ...change) txn {
@@ -140,7 +141,7 @@ func TestCommitWarnsOnStaleBytecode(t *testing.T) {
 // created module belongs to the package directory's owner.
 func TestApplyRevertKeepOwners(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to own files as another user")
+		testtree.Skipf(t, "root", "SKIPPED: needs root to own files as another user")
 	}
 	site := fixture(t, "openai-packages")
 	filepath.Walk(site, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 1000, 1001) })

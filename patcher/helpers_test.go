@@ -103,7 +103,7 @@ func unpackInto(dir string) error { return testtree.Unpack("openai-packages", di
 func asNobody(t *testing.T, prefix string) (dir, bin string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the binary as another user")
+		testtree.Skipf(t, "root", "SKIPPED: needs root to run the binary as another user")
 	}
 	built := testtree.VllmTimings(t)
 	dir, err := os.MkdirTemp("", prefix)

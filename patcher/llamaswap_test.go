@@ -204,6 +204,7 @@ func TestMain(m *testing.M) {
 	cleanup := testtree.PythonFirstOnPath()
 	code := m.Run()
 	cleanup()
+	testtree.ReportSkips()
 	if theOracle != nil {
 		theOracle.ls.Stop()
 		theOracle.srv.Close()

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,7 +60,9 @@ type pythonFirst struct{ m *testing.M }
 
 func (p pythonFirst) Run() int {
 	defer testtree.PythonFirstOnPath()()
-	return p.m.Run()
+	code := p.m.Run()
+	testtree.ReportSkips()
+	return code
 }
 
 // TestScripts runs the end-to-end scripts in testdata/script and in each
@@ -108,22 +112,40 @@ func scriptParams(dir string) testscript.Params {
 			"fakeserver":   cmdFakeServer,
 			"llamaswap":    cmdLlamaSwap,
 		},
-		Condition: llamaSwapCondition,
+		Condition: scriptCondition,
 	}
 }
 
-// llamaSwapCondition is [llamaswap]: the real llama-swap could be built.
-// Under CI=true a failed build is an error, not a skip.
-func llamaSwapCondition(cond string) (bool, error) {
-	if cond != "llamaswap" {
+// scriptCondition is [llamaswap], the real llama-swap could be built, and
+// [tool:NAME], NAME is on PATH. Scripts use them as [!llamaswap] skip and
+// [!tool:NAME] skip, once each, and so a false one is recorded as a
+// skipped script for the package's summary (testtree.ReportSkips). Under
+// CI=true a missing one is an error, not a skip.
+func scriptCondition(cond string) (bool, error) {
+	var what string
+	var err error
+	switch name, ok := strings.CutPrefix(cond, "tool:"); {
+	case cond == "llamaswap":
+		what = testtree.LlamaSwapMissing
+		if _, err = testtree.BuildLlamaSwap(); err != nil {
+			err = fmt.Errorf("the real llama-swap could not be built: %v", err)
+		}
+	case ok:
+		what = name + " on PATH"
+		_, err = exec.LookPath(name)
+	default:
 		return false, fmt.Errorf("unknown condition %q", cond)
 	}
-	_, err := testtree.BuildLlamaSwap()
 	if err != nil && os.Getenv("CI") == "true" {
-		return false, fmt.Errorf("the real llama-swap could not be built, and CI=true requires it: %v", err)
+		return false, fmt.Errorf("%v, and CI=true requires it", err)
+	}
+	if err != nil {
+		testtree.NoteSkip(what, fmt.Sprintf("script %d", skippedScripts.Add(1)))
 	}
 	return err == nil, nil
 }
+
+var skippedScripts atomic.Int64
 
 // llamaswap SCENARIO [VAR] starts a verifytest server and, in front of it,
 // the real llama-swap (built from ../shared/llama-swap) with one model,

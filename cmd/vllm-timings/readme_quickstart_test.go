@@ -24,7 +24,7 @@ var tempSite = regexp.MustCompile(`\S*/tmp\.[A-Za-z0-9]+`)
 func TestReadmeQuickStart(t *testing.T) {
 	bash := testtree.RequireTool(t, "bash")
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go on PATH")
+		testtree.Skipf(t, "go on PATH", "SKIPPED: no go on PATH")
 	}
 	root := filepath.Join("..", "..")
 	raw, err := os.ReadFile(filepath.Join(root, "README.md"))

@@ -84,7 +84,7 @@ func TestWriteNARMatchesNixStore(t *testing.T) {
 func TestNARRefusesSpecialFiles(t *testing.T) {
 	root := t.TempDir()
 	if err := exec.Command("mkfifo", filepath.Join(root, "fifo")).Run(); err != nil {
-		t.Skipf("mkfifo: %v", err)
+		testtree.Skipf(t, "mkfifo", "SKIPPED: mkfifo: %v", err)
 	}
 	if _, err := NARHash(root); err == nil {
 		t.Error("NARHash accepted a named pipe")

@@ -88,7 +88,7 @@ func Loader(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("llama-swap's source is not at %s, and CI=true requires it (CI clones main with ../shared beside it)", src)
 		}
-		t.Skipf("SKIPPED: llama-swap's source is not at %s, so its config loader did not run (with CI=true this fails)", src)
+		testtree.Skipf(t, "llama-swap's source in ../shared/llama-swap", "SKIPPED: llama-swap's source is not at %s, so its config loader did not run (with CI=true this fails)", src)
 	}
 	bin, err := testtree.BuildInLlamaSwap("./cmd/vllm-timings-loadconfig", map[string][]byte{"cmd/vllm-timings-loadconfig/main.go": loadconfigSrc})
 	if err != nil {

@@ -36,10 +36,14 @@ func LlamaSwap(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the real llama-swap could not be built, and CI=true requires it: %v", err)
 		}
-		t.Skipf("SKIPPED: the real llama-swap could not be built (with CI=true this fails): %v", err)
+		Skipf(t, LlamaSwapMissing, "SKIPPED: the real llama-swap could not be built (with CI=true this fails): %v", err)
 	}
 	return bin
 }
+
+// LlamaSwapMissing is what the skip summary names when llama-swap could
+// not be built.
+const LlamaSwapMissing = "a llama-swap build from ../shared/llama-swap"
 
 // BuildLlamaSwap is LlamaSwap for callers without a testing.TB (testscript
 // commands): the binary, or why it could not be built.

@@ -28,7 +28,7 @@ func RequireTool(t testing.TB, name string) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is not on PATH, and CI=true requires it; .ci/run installs it: %v", name, err)
 		}
-		t.Skipf("SKIPPED: %s is not on PATH (with CI=true this fails): %v", name, err)
+		Skipf(t, name+" on PATH", "SKIPPED: %s is not on PATH (with CI=true this fails): %v", name, err)
 	}
 	return p
 }
@@ -114,6 +114,6 @@ func RequirePythonModule(t testing.TB, python, module string) {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("python module %s is not importable, and CI=true requires it; .ci/run installs it: %v", module, err)
 		}
-		t.Skipf("SKIPPED: python module %s is not installed (with CI=true this fails)", module)
+		Skipf(t, "python module "+module, "SKIPPED: python module %s is not installed (with CI=true this fails)", module)
 	}
 }

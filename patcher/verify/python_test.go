@@ -33,7 +33,7 @@ func TestPythonFakeServer(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the patch's timings module is missing: %v", err)
 		}
-		t.Skipf("the patch's timings module is missing (%v); set VLLM_TIMINGS_MODULE", err)
+		testtree.Skipf(t, "the timings module ($VLLM_TIMINGS_MODULE)", "SKIPPED: the patch's timings module is missing (%v); set VLLM_TIMINGS_MODULE", err)
 	}
 	script := filepath.Join("..", "..", "scripts", "fake-openai-server.py")
 
