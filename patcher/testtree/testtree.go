@@ -36,6 +36,23 @@ func Unpack(name, dir string) error {
 }
 
 func unpack(name, dir string, depth int) error {
+	return walkLayers(name, depth, func(_ string, a *txtar.Archive) error {
+		for _, f := range a.Files {
+			p := filepath.Join(dir, filepath.FromSlash(f.Name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// walkLayers calls layer for each "base: OTHER" of the fixture name, depth
+// first, then for name itself.
+func walkLayers(name string, depth int, layer func(string, *txtar.Archive) error) error {
 	if depth > 8 {
 		return fmt.Errorf("fixture %s: base chain too long", name)
 	}
@@ -45,21 +62,37 @@ func unpack(name, dir string, depth int) error {
 	}
 	for _, line := range strings.Split(string(a.Comment), "\n") {
 		if base, ok := strings.CutPrefix(line, "base: "); ok {
-			if err := unpack(strings.TrimSpace(base), dir, depth+1); err != nil {
+			if err := walkLayers(strings.TrimSpace(base), depth+1, layer); err != nil {
 				return err
 			}
 		}
 	}
-	for _, f := range a.Files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			return err
-		}
+	return layer(name, a)
+}
+
+// Names lists the fixture trees, without .txtar.
+func Names() ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(Dir(), "*.txtar"))
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".txtar"))
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Layers is the order in which Unpack writes the fixture name: its base
+// layers, deepest first, then the fixture itself.
+func Layers(name string) ([]string, error) {
+	var layers []string
+	err := walkLayers(name, 0, func(n string, _ *txtar.Archive) error {
+		layers = append(layers, n)
+		return nil
+	})
+	return layers, err
 }
 
 // Hash digests every regular file's path, mode and content below dir,
