@@ -233,7 +233,11 @@ func newCmdStatus(out io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Say whether each target file is unpatched, patched, outdated or modified",
-		Long: `Report the installed vLLM, the patch set that fits it, and for each target file:
+		Long: `Report the installed vLLM, the patch set of each part (chat/completions,
+/v1/responses, /v1/messages) and the state of each target file. A part none of
+the given sets fits is reported from vllm/.vllm-timings.json when that records
+the set apply used: its files are checked against the hashes recorded there,
+so a --patchset used by apply is not needed again. Each file is one of:
   unpatched  no vllm-timings changes
   patched    exactly what the patch set writes
   outdated   vllm-timings changes from another version; apply updates them
