@@ -170,7 +170,10 @@
 // openai-modules (v0.11.1 to v0.14.1), openai-packages (v0.15.0 to 0.32 and
 // the nightlies between) and openai-packages-raw-stream (0.33 on, whose
 // chat stream lives in chat_completion_stream_generator_raw); for
-// /v1/responses responses-v0.10.0, responses-modules (v0.10.1 to v0.14.1),
+// /v1/responses responses-v0.10.0, responses-modules-no-stream (the
+// nightlies of 2025-08-06 to 2025-08-11 and ROCm builds of then),
+// responses-modules (v0.10.1 to v0.14.1), responses-modules-stream-events
+// (the nightlies of 2025-08-27 to 2025-09-04 and the ROCm 7.x builds),
 // responses-engine (v0.15 to v0.18) and responses-packages (v0.19 on); for
 // /v1/messages messages-module (v0.11.1 to v0.14.1) and messages-package
 // (v0.15 on). "vllm-timings patchsets" lists what each covers; docs/compatibility.md has the checks

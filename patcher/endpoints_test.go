@@ -42,7 +42,11 @@ type endpointFixture struct {
 var endpointFixtures = []endpointFixture{
 	{name: "endpoints-v0.10.0", chat: "openai-modules-v0.10", responses: "responses-v0.10.0",
 		writes: []string{chatModule, cmplModule, outputProcessor, responsesModule}},
+	{name: "endpoints-v0.10-no-stream", chat: "openai-modules-v0.10", responses: "responses-modules-no-stream",
+		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
 	{name: "endpoints-v0.10.2", chat: "openai-modules-v0.10", responses: "responses-modules", stream: true,
+		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
+	{name: "endpoints-v0.10-stream-events", chat: "openai-modules-v0.10", responses: "responses-modules-stream-events", stream: true,
 		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
 	{name: "endpoints-modules", chat: "openai-modules", responses: "responses-modules", messages: "messages-module", stream: true,
 		writes: []string{chatModule, cmplModule, servingEngineMod, responsesModule, messagesModule}},
