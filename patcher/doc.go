@@ -153,10 +153,11 @@
 // code, and before v0.11.1 the chat sets' output-processor edit gives every
 // request its stats). A part none of whose sets finds its files is not
 // served by this vLLM and is skipped. A part this vLLM serves but no set
-// fits is ExitPartial for Plan, Apply and Diff, with nothing written,
-// unless Options.Partial (apply --on-failure warn) lets the other parts go
-// ahead; a part whose sets disagree or whose layouts are ambiguous (8,
-// 35) is that code without it, and skipped with it. The manifest records
+// fits is left without timings while Plan, Apply and Diff go ahead with
+// the others (the commands warn and name it), unless Options.AllParts
+// (--all-parts) makes it ExitPartial with nothing written; a part whose
+// sets disagree or whose layouts are ambiguous (8, 35) is that code,
+// unless Options.Partial (apply --on-failure warn) skips it too. The manifest records
 // every chosen set, revert undoes every set any part knows, and the
 // compile check covers every file of the merged plan. Status and the
 // doctor report every part. docs/endpoints.md has

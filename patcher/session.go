@@ -33,11 +33,16 @@ type Options struct {
 	// Python compiles the patched files before they are written: "" is
 	// python3 from PATH, "-" only the project's scanner.
 	Python string
-	// Partial lets Plan, and so Apply, Diff and ApplyOverlay, go ahead
-	// with the parts that fit when another part this vLLM serves fits no
-	// set (apply --on-failure warn). Without it that is an ExitPartial
-	// error. A chat part that does not fit is an error either way.
-	Partial bool
+	// A part other than chat that this vLLM serves but no set fits is
+	// left without timings while Plan, and so Apply, Diff and
+	// ApplyOverlay, go ahead with the parts that fit; the commands warn
+	// and name it. AllParts (apply --all-parts) makes it an ExitPartial
+	// error instead, with nothing written. Partial (apply --on-failure
+	// warn) also skips a part whose sets disagree or whose layouts
+	// cannot be told apart (8, 35), which is that error without it. A
+	// chat part that does not fit is an error either way.
+	AllParts bool
+	Partial  bool
 	// Overlay, if set, is an overlay directory (apply --overlay) to look
 	// through: the session sees each module as Python will with the
 	// overlay on PYTHONPATH. Only for status; apply and revert with an
@@ -211,19 +216,23 @@ func partsOf(sel *Selection) []string {
 
 // Plan returns what apply writes: the chat set's plan with the files of
 // every other part's chosen set, or an error that explains why no chat
-// set fits, or (without Options.Partial) which served part fits none.
+// set fits, or (Options.AllParts) which served part fits none, or
+// (without Options.Partial) which part's sets cannot be told apart.
 func (s *Session) Plan() (*SetPlan, error) {
-	return s.plan(s.opts.Partial)
+	return s.plan(s.opts.Partial, s.opts.AllParts)
 }
 
-func (s *Session) plan(partial bool) (*SetPlan, error) {
+// plan is Plan; skipAll skips every part that cannot be applied,
+// allParts refuses a part that fits no set.
+func (s *Session) plan(skipAll, allParts bool) (*SetPlan, error) {
 	if s.Sel.Err != nil {
 		return nil, s.Sel.Err
 	}
 	if s.Sel.Chosen == nil {
 		return nil, noFitError(s.Library, s.Install, s.Sel)
 	}
-	if unfit := s.Sel.Unfit(); len(unfit) > 0 && !partial {
+	unfit := s.Sel.Unfit()
+	if !skipAll {
 		// A part whose sets disagree or whose layouts cannot be told
 		// apart says so with its own code (8, 35).
 		for _, c := range unfit {
@@ -231,6 +240,8 @@ func (s *Session) plan(partial bool) (*SetPlan, error) {
 				return nil, c.Err
 			}
 		}
+	}
+	if len(unfit) > 0 && allParts {
 		return nil, partialError(s.Library, s.Install, unfit)
 	}
 	return s.Sel.merged, nil
@@ -658,7 +669,7 @@ func (s *Session) Status() *StatusReport {
 	}
 	chatRec := recorded[spec.DefaultPart]
 	if s.Sel.Err != nil || (s.Sel.Chosen == nil && chatRec == nil) {
-		_, err := s.plan(true)
+		_, err := s.plan(true, false)
 		r.Why = "no patch set fits"
 		r.State = Modified
 		r.Problems = err.Error()

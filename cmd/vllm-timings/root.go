@@ -33,7 +33,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCmdApply(stdout, stderr),
 		newCmdStatus(stdout),
 		newCmdRevert(stdout, stderr),
-		newCmdDiff(stdout),
+		newCmdDiff(stdout, stderr),
 		newCmdPatchsets(stdout),
 		newCmdDoctor(stdout),
 		newCmdExec(stderr),
