@@ -153,10 +153,11 @@
 // code, and before v0.11.1 the chat sets' output-processor edit gives every
 // request its stats). A part none of whose sets finds its files is not
 // served by this vLLM and is skipped. A part this vLLM serves but no set
-// fits is ExitPartial for Plan, Apply and Diff, with nothing written,
-// unless Options.Partial (apply --on-failure warn) lets the other parts go
-// ahead; a part whose sets disagree or whose layouts are ambiguous (8,
-// 35) is that code without it, and skipped with it. The manifest records
+// fits is left without timings while Plan, Apply and Diff go ahead with
+// the others (the commands warn and name it), unless Options.AllParts
+// (--all-parts) makes it ExitPartial with nothing written; a part whose
+// sets disagree or whose layouts are ambiguous (8, 35) is that code,
+// unless Options.Partial (apply --on-failure warn) skips it too. The manifest records
 // every chosen set, revert undoes every set any part knows, and the
 // compile check covers every file of the merged plan. Status and the
 // doctor report every part. docs/endpoints.md has
@@ -170,7 +171,10 @@
 // openai-modules (v0.11.1 to v0.14.1), openai-packages (v0.15.0 to 0.32 and
 // the nightlies between) and openai-packages-raw-stream (0.33 on, whose
 // chat stream lives in chat_completion_stream_generator_raw); for
-// /v1/responses responses-v0.10.0, responses-modules (v0.10.1 to v0.14.1),
+// /v1/responses responses-v0.10.0, responses-modules-no-stream (the
+// nightlies of 2025-08-06 to 2025-08-11 and ROCm builds of then),
+// responses-modules (v0.10.1 to v0.14.1), responses-modules-stream-events
+// (the nightlies of 2025-08-27 to 2025-09-04 and the ROCm 7.x builds),
 // responses-engine (v0.15 to v0.18) and responses-packages (v0.19 on); for
 // /v1/messages messages-module (v0.11.1 to v0.14.1) and messages-package
 // (v0.15 on). "vllm-timings patchsets" lists what each covers; docs/compatibility.md has the checks

@@ -42,7 +42,11 @@ type endpointFixture struct {
 var endpointFixtures = []endpointFixture{
 	{name: "endpoints-v0.10.0", chat: "openai-modules-v0.10", responses: "responses-v0.10.0",
 		writes: []string{chatModule, cmplModule, outputProcessor, responsesModule}},
+	{name: "endpoints-v0.10-no-stream", chat: "openai-modules-v0.10", responses: "responses-modules-no-stream",
+		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
 	{name: "endpoints-v0.10.2", chat: "openai-modules-v0.10", responses: "responses-modules", stream: true,
+		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
+	{name: "endpoints-v0.10-stream-events", chat: "openai-modules-v0.10", responses: "responses-modules-stream-events", stream: true,
 		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
 	{name: "endpoints-modules", chat: "openai-modules", responses: "responses-modules", messages: "messages-module", stream: true,
 		writes: []string{chatModule, cmplModule, servingEngineMod, responsesModule, messagesModule}},
@@ -395,38 +399,45 @@ func TestResponsesNeedTheChatPartBeforeV0_11_1(t *testing.T) {
 }
 
 // TestPartialFit: a vLLM whose Responses code moved while chat and
-// Messages fit. Without Options.Partial nothing is planned or written and
-// the error is ExitPartial, naming the part; with it the other parts are
-// applied and Responses is left alone; status reports the part.
+// Messages fit. With Options.AllParts nothing is planned or written and
+// the error is ExitPartial, naming the part; by default the other parts
+// are applied, each file whole, and Responses is left alone; status
+// reports the part.
 func TestPartialFit(t *testing.T) {
 	site := fixture(t, "endpoints-packages")
 	replaceIn(t, filepath.Join(site, responsesServing), "_increment_sequence_number_and_return", "_bump")
 	before := hash(t, site)
+	unpatchedResponses := readFile(t, filepath.Join(site, responsesServing))
 
-	s := open(t, site)
-	if c := part(t, s, "responses"); c.Chosen != nil || !c.Served() || !strings.Contains(c.Why, `the closest, "responses-packages", matches 3 of 4 anchors`) {
+	strict, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}, AllParts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := part(t, strict, "responses"); c.Chosen != nil || !c.Served() || !strings.Contains(c.Why, `the closest, "responses-packages", matches 3 of 4 anchors`) {
 		t.Fatalf("responses: chosen %v, served %v, why %q", c.Chosen, c.Served(), c.Why)
 	}
-	_, err := s.Apply()
+	_, err = strict.Apply()
 	var xe *exit.Error
 	if !errors.As(err, &xe) || xe.Code != ExitPartial {
 		t.Fatalf("apply: %v, want exit %d", err, ExitPartial)
 	}
-	for _, want := range []string{`no patch set fits /v1/responses`, `"stream-terminal-event"`, "nothing was changed", "--on-failure warn"} {
+	for _, want := range []string{`no patch set fits /v1/responses`, `"stream-terminal-event"`, "nothing was changed", "--all-parts"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%s", want, err)
 		}
 	}
-	if err := s.Diff(&bytes.Buffer{}); !errors.As(err, &xe) || xe.Code != ExitPartial {
+	if err := strict.Diff(&bytes.Buffer{}); !errors.As(err, &xe) || xe.Code != ExitPartial {
 		t.Errorf("diff: %v, want exit %d", err, ExitPartial)
 	}
+	strict.Close()
 	if after := hash(t, site); after != before {
 		t.Fatal("a refused apply changed the tree")
 	}
 
-	s, err = Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}, Partial: true})
-	if err != nil {
-		t.Fatal(err)
+	s := open(t, site)
+	var diff bytes.Buffer
+	if err := s.Diff(&diff); err != nil || !strings.Contains(diff.String(), messagesServing) || strings.Contains(diff.String(), responsesServing) {
+		t.Errorf("default diff (err %v) should hold the parts that fit and not %s:\n%s", err, responsesServing, diff.String())
 	}
 	done, err := s.Apply()
 	if err != nil {
@@ -436,8 +447,8 @@ func TestPartialFit(t *testing.T) {
 	if diff := cmp.Diff(want, done); diff != "" {
 		t.Errorf("partial apply (-want +got):\n%s", diff)
 	}
-	if strings.Contains(readFile(t, filepath.Join(site, responsesServing)), "vllm-timings") {
-		t.Error("the part that does not fit was patched")
+	if got := readFile(t, filepath.Join(site, responsesServing)); got != unpatchedResponses {
+		t.Error("the part that does not fit was changed")
 	}
 	st := open(t, site).Status()
 	if st.State != Patched || len(st.Parts) != 2 || st.Parts[0].State != PartUnfit || st.Parts[1].State != PartFits {

@@ -8,7 +8,7 @@ import "github.com/vllm-timings/vllm-timings/patcher/exit"
 var ExitCodes exit.Table
 
 var (
-	_             = ExitCodes.Add(exit.OK, "success, also \"already patched\" and any problem under `--on-failure warn`")
+	_             = ExitCodes.Add(exit.OK, "success, also \"already patched\", a served `/v1/responses` or `/v1/messages` that fits no patch set (the parts that fit applied, a warning naming it) and any problem under `--on-failure warn`")
 	_             = ExitCodes.Add(exit.Internal, "internal error")
 	_             = ExitCodes.Add(exit.Usage, "command-line usage error")
 	ExitNotFound  = ExitCodes.Add(3, "vLLM not found, or its layout matches no patch set")
@@ -19,7 +19,7 @@ var (
 	ExitDisagree  = ExitCodes.Add(8, "several of your `--patchset` sets fit and disagree")
 	ExitModified  = ExitCodes.Add(9, "files changed in a way no patch set explains (broken markers, a foreign file)")
 
-	ExitPartial = ExitCodes.Add(29, "chat/completions fit, but `/v1/responses` or `/v1/messages`, which this vLLM serves, fits no patch set: nothing written (`--on-failure warn` applies the parts that fit)")
+	ExitPartial = ExitCodes.Add(29, "`--all-parts`: chat/completions fit, but `/v1/responses` or `/v1/messages`, which this vLLM serves, fits no patch set: nothing written (without `--all-parts` the parts that fit are applied, exit 0)")
 
 	ExitLocked       = ExitCodes.Add(30, "another vllm-timings run holds the lock (`vllm/.vllm-timings.lock`) longer than `--lock-wait`")
 	ExitCompile      = ExitCodes.Add(31, "the patched code would not compile; nothing was written")

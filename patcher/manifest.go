@@ -59,9 +59,12 @@ type Manifest struct {
 // ManifestSet is one applied patch set. Several can be applied together
 // (one per group of endpoints); each names its own files.
 type ManifestSet struct {
-	Name   string         `json:"name"`
-	Source string         `json:"source"`
-	Files  []ManifestFile `json:"files"`
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	// Part is the part the set patches (chat, responses, messages, ...);
+	// manifests written before it was recorded lack it.
+	Part  string         `json:"part,omitempty"`
+	Files []ManifestFile `json:"files"`
 }
 
 // ManifestFile is one file a set wrote.
@@ -164,7 +167,7 @@ func (m *Manifest) Interrupted() bool {
 func manifestFor(plans []*SetPlan) *Manifest {
 	m := &Manifest{Format: manifestFormat, WrittenBy: "vllm-timings " + Version, State: StateApplied, Target: "in-place"}
 	for _, p := range plans {
-		ms := ManifestSet{Name: p.Set.Name, Source: p.Set.Source}
+		ms := ManifestSet{Name: p.Set.Name, Source: p.Set.Source, Part: p.Set.Part}
 		for _, f := range p.Files {
 			if f.State == Checked {
 				continue

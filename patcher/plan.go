@@ -671,8 +671,8 @@ func merge(sel *Selection) (*SetPlan, error) {
 	return m, nil
 }
 
-// partialError explains, for apply without --on-failure warn and for diff,
-// that some part this vLLM serves has no set that fits while chat has one.
+// partialError explains, for apply --all-parts and diff --all-parts, that
+// some part this vLLM serves has no set that fits while chat has one.
 func partialError(lib *Library, inst *Install, unfit []*PartChoice) *exit.Error {
 	var msg strings.Builder
 	var labels []string
@@ -687,9 +687,9 @@ func partialError(lib *Library, inst *Install, unfit []*PartChoice) *exit.Error 
 	if len(labels) > 1 {
 		verb = "do"
 	}
-	fmt.Fprintf(&msg, "vllm-timings: %s fit, %s %s not: nothing was changed", PartLabel(spec.DefaultPart), which, verb)
+	fmt.Fprintf(&msg, "vllm-timings: %s fit, %s %s not, and --all-parts asks for every part: nothing was changed", PartLabel(spec.DefaultPart), which, verb)
 	return &exit.Error{Code: ExitPartial, Msg: msg.String(),
-		Hint: fmt.Sprintf("Pass --on-failure warn to apply the parts that fit (%s then gets no timings), or run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.", which)}
+		Hint: fmt.Sprintf("Without --all-parts the parts that fit are applied (%s then gets no timings); run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.", which)}
 }
 
 // chooseLayout picks, among embedded sets that fit and differ, the one the

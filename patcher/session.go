@@ -33,11 +33,16 @@ type Options struct {
 	// Python compiles the patched files before they are written: "" is
 	// python3 from PATH, "-" only the project's scanner.
 	Python string
-	// Partial lets Plan, and so Apply, Diff and ApplyOverlay, go ahead
-	// with the parts that fit when another part this vLLM serves fits no
-	// set (apply --on-failure warn). Without it that is an ExitPartial
-	// error. A chat part that does not fit is an error either way.
-	Partial bool
+	// A part other than chat that this vLLM serves but no set fits is
+	// left without timings while Plan, and so Apply, Diff and
+	// ApplyOverlay, go ahead with the parts that fit; the commands warn
+	// and name it. AllParts (apply --all-parts) makes it an ExitPartial
+	// error instead, with nothing written. Partial (apply --on-failure
+	// warn) also skips a part whose sets disagree or whose layouts
+	// cannot be told apart (8, 35), which is that error without it. A
+	// chat part that does not fit is an error either way.
+	AllParts bool
+	Partial  bool
 	// Overlay, if set, is an overlay directory (apply --overlay) to look
 	// through: the session sees each module as Python will with the
 	// overlay on PYTHONPATH. Only for status; apply and revert with an
@@ -211,19 +216,23 @@ func partsOf(sel *Selection) []string {
 
 // Plan returns what apply writes: the chat set's plan with the files of
 // every other part's chosen set, or an error that explains why no chat
-// set fits, or (without Options.Partial) which served part fits none.
+// set fits, or (Options.AllParts) which served part fits none, or
+// (without Options.Partial) which part's sets cannot be told apart.
 func (s *Session) Plan() (*SetPlan, error) {
-	return s.plan(s.opts.Partial)
+	return s.plan(s.opts.Partial, s.opts.AllParts)
 }
 
-func (s *Session) plan(partial bool) (*SetPlan, error) {
+// plan is Plan; skipAll skips every part that cannot be applied,
+// allParts refuses a part that fits no set.
+func (s *Session) plan(skipAll, allParts bool) (*SetPlan, error) {
 	if s.Sel.Err != nil {
 		return nil, s.Sel.Err
 	}
 	if s.Sel.Chosen == nil {
 		return nil, noFitError(s.Library, s.Install, s.Sel)
 	}
-	if unfit := s.Sel.Unfit(); len(unfit) > 0 && !partial {
+	unfit := s.Sel.Unfit()
+	if !skipAll {
 		// A part whose sets disagree or whose layouts cannot be told
 		// apart says so with its own code (8, 35).
 		for _, c := range unfit {
@@ -231,6 +240,8 @@ func (s *Session) plan(partial bool) (*SetPlan, error) {
 				return nil, c.Err
 			}
 		}
+	}
+	if len(unfit) > 0 && allParts {
 		return nil, partialError(s.Library, s.Install, unfit)
 	}
 	return s.Sel.merged, nil
@@ -584,6 +595,9 @@ type StatusReport struct {
 	// Parts are the parts besides chat (PatchSet, Why and Files cover the
 	// chosen sets of all parts together).
 	Parts []PartStatus `json:"parts,omitempty"`
+	// Sets are the sets in use, chat's first: the chosen ones and those
+	// known only from the manifest.
+	Sets []SetStatus `json:"sets,omitempty"`
 }
 
 // PartState says what a part other than chat is on this vLLM.
@@ -593,7 +607,21 @@ const (
 	PartFits      PartState = "fits"       // one of its sets is chosen
 	PartNotServed PartState = "not served" // none of its sets finds its files
 	PartUnfit     PartState = "no fit"     // its files exist, but no set's anchors all match (or several layouts' do)
+	// PartRecorded: no set given fits, but the manifest records the set
+	// applied (a --patchset not given now); its files are checked
+	// against the hashes recorded there.
+	PartRecorded PartState = "recorded"
 )
+
+// SetStatus is one patch set status reports on: chosen now, or known
+// from the manifest alone (Recorded).
+type SetStatus struct {
+	Name     string    `json:"name"`
+	Part     string    `json:"part"`
+	Source   string    `json:"source"` // "embedded", or the .hcl file
+	State    FileState `json:"state"`  // of the files it writes, as for the whole tree
+	Recorded bool      `json:"recorded,omitempty"`
+}
 
 // PartStatus is one part of Status.
 type PartStatus struct {
@@ -606,7 +634,10 @@ type PartStatus struct {
 
 // Status reports, per target file, whether it is unpatched, patched,
 // outdated or modified, and what else is there: an interrupted run,
-// leftovers, the older scripts' edits, stale files.
+// leftovers, the older scripts' edits, stale files. A part none of the
+// sets it was given fits, but for which the manifest records a set
+// (applied with a --patchset not given now), is reported from that
+// record: its files are checked against the hashes the manifest holds.
 func (s *Session) Status() *StatusReport {
 	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via, Legacy: s.legacy, Stale: s.Sel.Stale, Overlay: s.Overlay}
 	r.InProgress = !s.lock.held() && lockHeldElsewhere(s.Install.Dir)
@@ -626,8 +657,19 @@ func (s *Session) Status() *StatusReport {
 		}
 		r.Leftovers = append(r.Leftovers, filepath.ToSlash(rel))
 	}
-	p, err := s.plan(true)
-	if err != nil {
+	// The recorded set of each part no given set fits (the first the
+	// manifest lists for it).
+	recorded := map[string]*recordedSet{}
+	var recordedParts []string
+	for _, rs := range s.recordedSets() {
+		if _, seen := recorded[rs.part]; !seen && rs.usable() {
+			recorded[rs.part] = rs
+			recordedParts = append(recordedParts, rs.part)
+		}
+	}
+	chatRec := recorded[spec.DefaultPart]
+	if s.Sel.Err != nil || (s.Sel.Chosen == nil && chatRec == nil) {
+		_, err := s.plan(true, false)
 		r.Why = "no patch set fits"
 		r.State = Modified
 		r.Problems = err.Error()
@@ -645,12 +687,50 @@ func (s *Session) Status() *StatusReport {
 		}
 		return r
 	}
-	r.PatchSet, r.Why = p.Set.Name, s.Sel.Why
+	seen := map[string]bool{}
+	addFiles := func(files []FileStatus) {
+		for _, f := range files {
+			if seen[f.Path] {
+				continue // the module, created by every set
+			}
+			seen[f.Path] = true
+			if len(s.legacy) > 0 && containsStr(s.legacy, f.Path) {
+				f.State = Modified
+			}
+			r.Files = append(r.Files, f)
+		}
+	}
+	addPlan := func(p *SetPlan, part string) {
+		var files []FileStatus
+		for _, f := range p.Files {
+			files = append(files, FileStatus{Path: f.Path, State: f.State, Edits: f.Edits})
+		}
+		r.Sets = append(r.Sets, SetStatus{Name: p.Set.Name, Part: part, Source: setSource(p.Set.Embedded, p.Set.Source), State: combinedState(files)})
+		addFiles(files)
+	}
+	addRecorded := func(rs *recordedSet) string {
+		r.Sets = append(r.Sets, SetStatus{Name: rs.ms.Name, Part: rs.part, Source: rs.ms.Source, State: rs.state, Recorded: true})
+		addFiles(rs.files)
+		return rs.why()
+	}
+	if c := s.Sel.Chosen; c != nil {
+		r.PatchSet, r.Why = c.Set.Name, s.Sel.Why
+		addPlan(c, spec.DefaultPart)
+	} else {
+		r.PatchSet = chatRec.ms.Name
+		r.Why = addRecorded(chatRec)
+	}
+	reported := map[string]bool{spec.DefaultPart: true}
 	for _, c := range s.Sel.Parts {
+		reported[c.Part] = true
 		ps := PartStatus{Part: c.Part, Endpoints: PartLabel(c.Part), Why: c.Why, State: PartFits}
+		rs := recorded[c.Part]
 		switch {
 		case c.Chosen != nil:
 			ps.PatchSet = c.Chosen.Set.Name
+			addPlan(c.Chosen, c.Part)
+		case rs != nil && c.Err == nil:
+			ps.State, ps.PatchSet, ps.Why = PartRecorded, rs.ms.Name, addRecorded(rs)
 		case c.Unfit():
 			ps.State = PartUnfit
 		default:
@@ -658,33 +738,25 @@ func (s *Session) Status() *StatusReport {
 		}
 		r.Parts = append(r.Parts, ps)
 	}
-	counts := map[FileState]int{}
-	written := 0 // files the set writes; checked ones do not count
-	for _, f := range p.Files {
-		state := f.State
-		if len(s.legacy) > 0 && containsStr(s.legacy, f.Path) {
-			state = Modified
-		}
-		r.Files = append(r.Files, FileStatus{Path: f.Path, State: state, Edits: f.Edits})
-		counts[state]++
-		if state != Checked {
-			written++
+	// Parts only a recorded set knows (a user's set of its own part).
+	for _, part := range recordedParts {
+		if !reported[part] {
+			rs := recorded[part]
+			r.Parts = append(r.Parts, PartStatus{Part: part, Endpoints: PartLabel(part), State: PartRecorded, PatchSet: rs.ms.Name, Why: addRecorded(rs)})
 		}
 	}
-	switch {
-	case counts[Modified] > 0:
-		r.State = Modified
-	case counts[Patched] == written:
-		r.State = Patched
-	case counts[Unpatched] == written:
-		r.State = Unpatched
-	default:
-		r.State = Outdated // partly patched or patched by another version
-	}
+	r.State = combinedState(r.Files)
 	if len(s.legacy) > 0 {
 		r.Problems = s.legacyError("apply").Error()
 	}
 	return r
+}
+
+func setSource(embedded bool, source string) string {
+	if embedded {
+		return "embedded"
+	}
+	return source
 }
 
 func containsStr(xs []string, x string) bool {

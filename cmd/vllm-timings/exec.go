@@ -50,7 +50,10 @@ serve.
 
 With --on-failure abort (the default) a failed patch stops here, with the
 patcher's exit code, and COMMAND does not run. With --on-failure warn the
-problem is printed and COMMAND runs anyway, without timings.
+problem is printed and COMMAND runs anyway, without timings. A
+/v1/responses or /v1/messages that fits no set is not a failure: the parts
+that fit are applied, a warning names it, and COMMAND runs (--all-parts
+makes it exit 29 instead).
 
 With --overlay DIR the vLLM files are not touched (for a read-only or
 non-root install): the patched modules go into DIR, and COMMAND runs with
@@ -86,6 +89,7 @@ vllm-timings'; before, the codes are apply's (127: COMMAND not found,
 	o.onFailure = "abort"
 	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit with the patcher's code and do not run COMMAND; warn: print the problem and run COMMAND anyway, without timings")
 	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "remove the edits of the older patch_timings scripts exactly, then apply (as apply --take-over)")
+	cmd.Flags().BoolVar(&o.allParts, "all-parts", false, allPartsUsage+" (as apply --all-parts; COMMAND does not run)")
 	o.registerLock(cmd)
 	o.registerOverlay(cmd)
 	return cmd

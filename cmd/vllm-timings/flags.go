@@ -25,6 +25,9 @@ func (f *vllmFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.patchsets, "patchset", nil, "an extra patch set (.hcl), tried before the embedded ones; repeatable")
 }
 
+// allPartsUsage is --all-parts, on the commands that plan what apply writes.
+const allPartsUsage = "write nothing (exit 29) unless every part this vLLM serves fits a patch set; without it a /v1/responses or /v1/messages that fits none is left without timings, named in a warning, and the parts that fit are applied"
+
 // registerLock adds --lock-wait to commands that write.
 func (f *vllmFlags) registerLock(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.lockWait, "lock-wait", patcher.DefaultLockWait, "how long to wait for another vllm-timings run on the same tree to finish (exit 30 after that)")

@@ -36,6 +36,7 @@ func plural(n int, what string) string {
 type applyOptions struct {
 	vllmFlags
 	onFailure onFailure
+	allParts  bool
 	dryRun    bool
 	takeOver  bool
 	overlay   string
@@ -63,9 +64,10 @@ installed files, plans every edit in memory and then writes all files or
 none. Running it again on a patched tree writes nothing.
 
 Chat/completions must fit. A part this vLLM does not serve is skipped. A
-part it serves but no set fits is exit 29 with nothing written, or, with
---on-failure warn, left without timings while the parts that fit are
-applied.
+part it serves but no set fits (/v1/responses or /v1/messages moved in a
+nightly) costs only that part: the parts that fit are applied, each file
+whole, a warning names the part that gets no timings, and apply exits 0.
+--all-parts refuses such a vLLM instead (exit 29, nothing written).
 
 Progress and warnings go to stderr (in every command, so that exec's
 COMMAND owns stdout). With --overlay, stdout gets one line, the
@@ -90,7 +92,8 @@ Exit codes:
 	}
 	o.register(cmd)
 	o.onFailure = "abort"
-	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem; warn: print it and exit 0 (with nothing changed when chat/completions fit no set, so vLLM starts without timings; with the parts that fit applied when another part fits none)")
+	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem but a /v1/responses or /v1/messages that fits no set (see --all-parts); warn: print it and exit 0 (with nothing changed when chat/completions fit no set, so vLLM starts without timings; with the parts that fit applied when another part's sets disagree or its layouts cannot be told apart)")
+	cmd.Flags().BoolVar(&o.allParts, "all-parts", false, allPartsUsage)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
 	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "remove the edits of the older patch_timings scripts exactly, then apply (revert then gives vLLM's own files)")
 	o.registerLock(cmd)
@@ -137,9 +140,10 @@ func afterFailure(err error) string {
 
 func applyDo(o *applyOptions) (string, error) {
 	opts := o.options()
-	// Under warn, a part other than chat that fits no set costs that part's
-	// timings only: the parts that fit are applied.
-	opts.Partial = o.onFailure == "warn"
+	// A part other than chat that fits no set costs that part's timings
+	// only: the parts that fit are applied (unless --all-parts); under
+	// warn, so does one whose sets disagree or whose layouts are mixed.
+	opts.Partial, opts.AllParts = o.onFailure == "warn", o.allParts
 	// The overlay leaves the tree alone: no lock file, no manifest in it.
 	opts.Lock, opts.TakeOver = !o.dryRun && o.overlay == "", o.takeOver
 	s, err := patcher.Open(opts)
@@ -156,7 +160,7 @@ func applyDo(o *applyOptions) (string, error) {
 	logf(o.err, "%s", s.Sel.Why)
 	for _, c := range s.Sel.Parts {
 		if c.Unfit() {
-			logf(o.err, "warning: %s gets no timings: %s; run \"vllm-timings doctor\" to see what moved (--on-failure warn)", patcher.PartLabel(c.Part), c.Why)
+			warnUnfit(o.err, c)
 			continue
 		}
 		logf(o.err, "%s: %s", patcher.PartLabel(c.Part), c.Why)
@@ -191,6 +195,11 @@ func applyDo(o *applyOptions) (string, error) {
 		logf(o.err, "already patched; nothing to do")
 	}
 	return "", nil
+}
+
+// warnUnfit names a part that gets no timings while the others are applied.
+func warnUnfit(w io.Writer, c *patcher.PartChoice) {
+	logf(w, "warning: %s gets no timings: %s; the parts that fit are applied. Run \"vllm-timings doctor\" to see what moved; --all-parts writes nothing unless every part fits", patcher.PartLabel(c.Part), c.Why)
 }
 
 // applyOverlay is apply --overlay: the tree is read, never written.
@@ -240,7 +249,11 @@ func newCmdStatus(out io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Say whether each target file is unpatched, patched, outdated or modified",
-		Long: `Report the installed vLLM, the patch set that fits it, and for each target file:
+		Long: `Report the installed vLLM, the patch set of each part (chat/completions,
+/v1/responses, /v1/messages) and the state of each target file. A part none of
+the given sets fits is reported from vllm/.vllm-timings.json when that records
+the set apply used: its files are checked against the hashes recorded there,
+so a --patchset used by apply is not needed again. Each file is one of:
   unpatched  no vllm-timings changes
   patched    exactly what the patch set writes
   outdated   vllm-timings changes from another version; apply updates them
@@ -401,16 +414,18 @@ func revertRun(o *revertOptions) error {
 type diffOptions struct {
 	vllmFlags
 	relativeTo string
-	out        io.Writer
+	allParts   bool
+	out, err   io.Writer
 }
 
-func newCmdDiff(out io.Writer) *cobra.Command {
-	o := &diffOptions{out: out}
+func newCmdDiff(out, errw io.Writer) *cobra.Command {
+	o := &diffOptions{out: out, err: errw}
 	cmd := &cobra.Command{
 		Use:   "diff",
 		Short: "Print what apply would do, as a patch for git apply or patch -p1",
 		Long: `Print the changes apply would make as a unified diff. Prints nothing when the
-tree is already patched.
+tree is already patched. As apply, a /v1/responses or /v1/messages that fits
+no set is left out with a warning on stderr (--all-parts: exit 29, no diff).
 
 --relative-to says which directory the paths start from:
   site     a/vllm/..., for "patch -p1 -d SITE_PACKAGES" or "git apply" there
@@ -428,15 +443,24 @@ tree is already patched.
 			if base != patcher.DiffSite && base != patcher.DiffPackage {
 				return usageErrorf("--relative-to %q: use package or site", o.relativeTo)
 			}
-			s, err := patcher.Open(o.options())
+			opts := o.options()
+			opts.AllParts = o.allParts
+			s, err := patcher.Open(opts)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			return s.DiffRelativeTo(o.out, base)
+			if err := s.DiffRelativeTo(o.out, base); err != nil {
+				return err
+			}
+			for _, c := range s.Sel.Unfit() {
+				warnUnfit(o.err, c)
+			}
+			return nil
 		},
 	}
 	o.register(cmd)
+	cmd.Flags().BoolVar(&o.allParts, "all-parts", false, allPartsUsage)
 	cmd.Flags().StringVar(&o.relativeTo, "relative-to", "site", "where the patch's paths start: site (a/vllm/..., patch -p1 -d SITE_PACKAGES) or package (a/entrypoints/..., patch -p1 -d the vllm directory)")
 	return cmd
 }

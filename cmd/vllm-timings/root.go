@@ -36,7 +36,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCmdApply(stdout, stderr),
 		newCmdStatus(stdout),
 		newCmdRevert(stderr),
-		newCmdDiff(stdout),
+		newCmdDiff(stdout, stderr),
 		newCmdPatchsets(stdout),
 		newCmdDoctor(stdout),
 		newCmdExec(stderr),
