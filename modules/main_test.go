@@ -9,4 +9,8 @@ import (
 
 // TestMain ends the run with one line naming what the skipped tests
 // lacked (testtree.Main), which a plain go test ./... shows.
-func TestMain(m *testing.M) { os.Exit(testtree.Main(m)) }
+// llama-swap's build starts first (testtree.PrebuildLlamaSwap).
+func TestMain(m *testing.M) {
+	testtree.PrebuildLlamaSwap()
+	os.Exit(testtree.Main(m))
+}

@@ -202,6 +202,7 @@ var (
 // and stops the llama-swap the tests shared, if one was started.
 func TestMain(m *testing.M) {
 	cleanup := testtree.PythonFirstOnPath()
+	testtree.PrebuildLlamaSwap()
 	code := m.Run()
 	cleanup()
 	testtree.ReportSkips()

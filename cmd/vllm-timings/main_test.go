@@ -60,6 +60,7 @@ type pythonFirst struct{ m *testing.M }
 
 func (p pythonFirst) Run() int {
 	defer testtree.PythonFirstOnPath()()
+	testtree.PrebuildLlamaSwap()
 	code := p.m.Run()
 	testtree.ReportSkips()
 	return code

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -297,4 +298,20 @@ func (s *LlamaSwapServer) Activity(t testing.TB, after, want int) []ActivityRow 
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// PrebuildLlamaSwap starts building llama-swap in the background, for a
+// TestMain to call before m.Run: on a cold cache the build (about a
+// minute and a half of compiling, most of it modernc.org/sqlite) then runs
+// beside the package's first tests instead of in front of the one that
+// needs it. Builds are shared (BuildInLlamaSwap), so the test that needs
+// it waits for this one. A run narrowed with -run builds nothing ahead.
+func PrebuildLlamaSwap() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() != "" {
+		return
+	}
+	go BuildLlamaSwap()
 }
