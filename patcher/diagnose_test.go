@@ -41,21 +41,21 @@ func TestDoctorReport(t *testing.T) {
 		t.Fatalf("chosen %v, closest %v", d.Chosen, d.Closest)
 	}
 	c := d.Closest[0]
-	if c.matched() != 9 || c.total() != 12 || c.problems() != 3 {
-		t.Errorf("matched %d of %d, %d problems; want 9 of 12, 3", c.matched(), c.total(), c.problems())
+	if c.matched() != 13 || c.total() != 16 || c.problems() != 3 {
+		t.Errorf("matched %d of %d, %d problems; want 13 of 16, 3", c.matched(), c.total(), c.problems())
 	}
 	var report bytes.Buffer
 	d.WriteReport(&report)
 	out := report.String()
 	for _, m := range []string{
 		"vLLM 0.40.0.dev7+g1234abc at ",
-		`No patch set fits this vLLM. Closest: "openai-packages-raw-stream" (9 of 12 anchors match).`,
+		`No patch set fits this vLLM. Closest: "openai-packages-raw-stream" (13 of 16 anchors match).`,
 		`MISSING    edit "stream-tracker" (embedded:openai-packages.hcl line `,
 		`wanted: before the statement starting "async for res in result_generator:" in OpenAIServingChat.chat_completion_stream_generator_raw`,
 		"async for res in self._results(result_generator):   (in OpenAIServingChat.chat_completion_stream_generator_raw)",
 		"usage_chunk = ChatCompletionStreamResponse(   (in OpenAIServingChat.chat_completion_stream_generator_raw)",
 		`ok         edit "full-response": line `,
-		"openai-packages: 8 of 12 anchors match",
+		"openai-packages: 12 of 16 anchors match",
 	} {
 		if !strings.Contains(out, m) {
 			t.Errorf("report lacks %q:\n%s", m, out)

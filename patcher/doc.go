@@ -150,8 +150,9 @@
 // applied together as one plan (merge): they may write the same file only
 // with the same content (every set creates vllm/_llamacpp_timings.py).
 // Chat must fit; the others rely on it (the Messages API runs vLLM's chat
-// code, and before v0.11.1 the chat sets' output-processor edit gives every
-// request its stats). A part none of whose sets finds its files is not
+// code, before v0.11.1 the chat sets' output-processor edit gives every
+// request its stats, and in every version it keeps the RequestClock that
+// stands in for them under --disable-log-stats). A part none of whose sets finds its files is not
 // served by this vLLM and is skipped. A part this vLLM serves but no set
 // fits is left without timings while Plan, Apply and Diff go ahead with
 // the others (the commands warn and name it), unless Options.AllParts
@@ -170,7 +171,9 @@
 // which also edits the output processor to pass the request's stats),
 // openai-modules (v0.11.1 to v0.14.1), openai-packages (v0.15.0 to 0.32 and
 // the nightlies between) and openai-packages-raw-stream (0.33 on, whose
-// chat stream lives in chat_completion_stream_generator_raw); for
+// chat stream lives in chat_completion_stream_generator_raw), each of which
+// also edits vllm/v1/engine/output_processor.py to keep a RequestClock per
+// request where vLLM keeps no stats (--disable-log-stats); for
 // /v1/responses responses-v0.10.0, responses-modules-no-stream (the
 // nightlies of 2025-08-06 to 2025-08-11 and ROCm builds of then),
 // responses-modules (v0.10.1 to v0.14.1), responses-modules-stream-events

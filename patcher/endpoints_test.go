@@ -49,11 +49,11 @@ var endpointFixtures = []endpointFixture{
 	{name: "endpoints-v0.10-stream-events", chat: "openai-modules-v0.10", responses: "responses-modules-stream-events", stream: true,
 		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
 	{name: "endpoints-modules", chat: "openai-modules", responses: "responses-modules", messages: "messages-module", stream: true,
-		writes: []string{chatModule, cmplModule, servingEngineMod, responsesModule, messagesModule}},
+		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule, messagesModule}},
 	{name: "endpoints-engine", chat: "openai-packages", responses: "responses-engine", messages: "messages-package", stream: true,
-		writes: []string{chatServing, cmplServing, engineServing, responsesServing, messagesServing}},
+		writes: []string{chatServing, cmplServing, outputProcessor, engineServing, responsesServing, messagesServing}},
 	{name: "endpoints-packages", chat: "openai-packages-raw-stream", responses: "responses-packages", messages: "messages-package", stream: true, incomplete: true,
-		writes: []string{chatServing, cmplServing, responsesServing, messagesServing}},
+		writes: []string{chatServing, cmplServing, outputProcessor, responsesServing, messagesServing}},
 }
 
 // part returns the session's choice for a part other than chat.
@@ -224,7 +224,8 @@ func endpointSections(diff string) string {
 // llama-swap reads (the response; a stream's terminal event, beside type
 // and response; the message; the message_delta event) and nowhere else,
 // have the driver's exact values, agree with the endpoint's usage in its
-// meaning, are absent without stats and for a tool loop's several engine
+// meaning, come from the request's clock without stats (absent where the
+// driver runs no output processor) and are absent for a tool loop's several engine
 // requests, and the bodies are otherwise unchanged.
 func TestEndpointServing(t *testing.T) {
 	py := requireTool(t, "python3")
@@ -262,7 +263,10 @@ func checkEndpointBodies(t *testing.T, fx endpointFixture, before, after map[str
 		// Which body must carry timings: -1 for none.
 		at := -1
 		switch {
-		case strings.Contains(name, "no_stats"), strings.Contains(name, "tool_loop"):
+		case strings.Contains(name, "no_stats") && drv["processor"] != true, strings.Contains(name, "tool_loop"):
+			// Without stats the timings come from the request's clock,
+			// which the patched output processor keeps: none where the
+			// driver does not run one.
 		case strings.HasPrefix(name, "responses_stream"):
 			at = len(bodies) - 1
 			wantType := "response.completed"
@@ -272,7 +276,7 @@ func checkEndpointBodies(t *testing.T, fx endpointFixture, before, after map[str
 			if bodies[at]["type"] != wantType {
 				t.Errorf("%s: the stream ends with %v, want %s", name, bodies[at]["type"], wantType)
 			}
-		case name == "messages_stream":
+		case strings.HasPrefix(name, "messages_stream"):
 			for i, b := range bodies {
 				if b["type"] == "message_delta" {
 					at = i
@@ -389,6 +393,7 @@ func TestResponsesNeedTheChatPartBeforeV0_11_1(t *testing.T) {
 		t.Fatal(err)
 	}
 	replaceIn(t, filepath.Join(site, outputProcessor), "_llamacpp_timings.link_metrics(request_output, req_state.stats)", "pass")
+	replaceIn(t, filepath.Join(site, outputProcessor), "_llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)", "pass")
 	for name, bodies := range driveEndpoints(t, py, site) {
 		for i, b := range bodies {
 			if _, ok := b["timings"]; ok {
@@ -443,7 +448,7 @@ func TestPartialFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"created " + module, "patched " + chatServing, "patched " + cmplServing, "patched " + messagesServing}
+	want := []string{"created " + module, "patched " + chatServing, "patched " + cmplServing, "patched " + outputProcessor, "patched " + messagesServing}
 	if diff := cmp.Diff(want, done); diff != "" {
 		t.Errorf("partial apply (-want +got):\n%s", diff)
 	}

@@ -389,18 +389,26 @@ func TestLlamaSwapRecordsTheTruth(t *testing.T) {
 // endpointExchanges turns drive_endpoints.py's output into requests, in
 // name order. Every scenario with stats has the driver's one engine
 // request: 10 prompt tokens, 4 of them cached, 3 generated, scheduled at
-// 100.0, first token at 100.25, last at 100.35. Those without stats and
-// the tool loop's several engine requests have no timings.
+// 100.0, first token at 100.25, last at 100.35; those without stats too
+// where the driver runs an output processor (its clock reads those times).
+// The others without stats and the tool loop's several engine requests
+// have no timings.
 func endpointExchanges(t *testing.T, raw []byte) []exchange {
 	t.Helper()
-	out, _ := driverExchanges(t, raw)
+	out, res := driverExchanges(t, raw)
+	var drv struct{ Processor bool }
+	if len(res["_driver"]) != 1 || json.Unmarshal(res["_driver"][0], &drv) != nil {
+		t.Fatalf("drive_endpoints.py gave no _driver: %s", res["_driver"])
+	}
 	for i := range out {
 		ex := &out[i]
 		ex.path = "/v1/messages"
 		if strings.HasPrefix(ex.name, "responses") {
 			ex.path = "/v1/responses"
 		}
-		if !strings.Contains(ex.name, "no_stats") && !strings.Contains(ex.name, "tool_loop") {
+		// Without stats, the patched output processor's clock gives the
+		// same times, where the driver runs one.
+		if (drv.Processor || !strings.Contains(ex.name, "no_stats")) && !strings.Contains(ex.name, "tool_loop") {
 			ex.truth = &engineTruth{Stream: ex.stream, PromptTokens: 10, CachedTokens: 4, Generated: 3, Requests: [][3]float64{{100, 100.25, 100.35}}}
 		}
 	}

@@ -171,7 +171,7 @@ func TestOverlayStale(t *testing.T) {
 	for _, f := range r.Overlay.Files {
 		got[f.Path] = f.Why
 	}
-	wantWhy := map[string]string{module: "", chatServing: "", cmplServing: "the original changed since the overlay was made"}
+	wantWhy := map[string]string{module: "", chatServing: "", cmplServing: "the original changed since the overlay was made", outputProcessor: ""}
 	if diff := cmp.Diff(wantWhy, got); diff != "" {
 		t.Errorf("overlay files (-want +got):\n%s", diff)
 	}

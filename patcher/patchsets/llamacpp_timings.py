@@ -15,6 +15,24 @@ were actually evaluated, so tokens reused from the prefix cache are excluded
 * prompt_ms    = first_token_ts - scheduled_ts
 * predicted_ms = last_token_ts - first_token_ts
 
+When vLLM keeps no per-request stats (``--disable-log-stats``, so
+``RequestOutput.metrics`` is None), the patched output processor gives each
+engine request a ``RequestClock`` instead, read from the API server's own
+monotonic clock (``time.monotonic``) in the process that serves the HTTP
+request:
+
+* scheduled_ts   = t0, when the request is handed to the engine (vLLM's
+  output processor registers it, just before it goes to the engine core)
+* first_token_ts = t1, when the output processor receives the first output
+  that carries tokens
+* last_token_ts  = t2, when it receives the last output that carries tokens
+
+so prompt_ms = t1 - t0 also counts the time the request waited in the
+engine's queue and for its scheduling, and predicted_ms = t2 - t1. The
+rules below for several requests apply to clocks as to stats. cache_n comes
+from ``RequestOutput.num_cached_tokens``, which vLLM fills whether or not it
+keeps stats.
+
 For several requests (a multi-prompt /v1/completions call, or the n>1
 children of one request) the whole span, from the earliest scheduled_ts to
 the latest last_token_ts, is split in two parts that add up to it:
@@ -41,7 +59,10 @@ or a run does not report them for every choice, both are absent: never
 zero-filled, never a partial sum.
 """
 
+import json
 import math
+import os
+import time
 
 __all__ = [
     "build_timings",
@@ -49,8 +70,17 @@ __all__ = [
     "attach_output",
     "attach_batch",
     "link_metrics",
+    "start_clock",
+    "link_clock",
+    "RequestClock",
     "StreamTracker",
 ]
+
+# When set (a file path), every request gets a RequestClock even where vLLM
+# keeps stats, and each response whose timings come from stats appends one
+# JSON line there with the timings from its clocks beside them: how far the
+# two ways of measuring are apart (scripts/real-vllm --level 1).
+_CLOCK_LOG = os.environ.get("VLLM_TIMINGS_CLOCK_LOG") or None
 
 # The fields of vLLM's per-request metrics from which llama-swap recomputes
 # speeds that timings already give (see the module docstring).
@@ -208,7 +238,39 @@ def _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts):
     return timings
 
 
-def _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, drafts):
+def _stats_of(output):
+    """The stats of a RequestOutput: vLLM's RequestStateStats, else the
+    RequestClock the patched output processor linked (stats off), else None."""
+    stats = getattr(output, "metrics", None)
+    if stats is None:
+        stats = getattr(output, "_llamacpp_clock", None)
+    return stats
+
+
+def _clocks_of(outputs):
+    """The RequestClocks of outputs, for the clock log only."""
+    if _CLOCK_LOG is None:
+        return None
+    return [getattr(o, "_llamacpp_clock", None) for o in outputs]
+
+
+def _log_clock(response, timings, stats, clocks, prompt_tokens, cached_tokens, predicted_tokens, drafts):
+    """Append the stats-based timings and the clock-based ones of the same
+    response to the clock log, where both are known."""
+    many = stats if isinstance(stats, (list, tuple)) else [stats]
+    if timings is None or any(isinstance(s, RequestClock) for s in many):
+        return
+    clock_timings = _timings([c for c in clocks if c is not None], prompt_tokens, cached_tokens,
+                             predicted_tokens, drafts)
+    if clock_timings is None:
+        return
+    line = json.dumps({"id": getattr(response, "id", None), "engine": timings, "clock": clock_timings},
+                      allow_nan=False)
+    with open(_CLOCK_LOG, "a") as f:
+        f.write(line + "\n")
+
+
+def _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, drafts, clocks=None):
     """Set response.timings; counts default to the response's own usage,
     so the timings always agree with it."""
     if prompt_tokens is None or predicted_tokens is None:
@@ -227,6 +289,8 @@ def _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, dra
         for name in _RATE_SOURCES:
             if getattr(metrics, name, None) is not None:
                 setattr(metrics, name, None)
+    if clocks and _CLOCK_LOG is not None:
+        _log_clock(response, timings, stats, clocks, prompt_tokens, cached_tokens, predicted_tokens, drafts)
 
 
 def build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
@@ -264,11 +328,12 @@ def attach_output(response, output):
     try:
         _attach(
             response,
-            getattr(output, "metrics", None),
+            _stats_of(output),
             getattr(output, "num_cached_tokens", None),
             None,
             None,
             _drafts(_choice_spec(output)),
+            _clocks_of([output]),
         )
     except Exception:  # noqa: BLE001
         pass
@@ -280,11 +345,12 @@ def attach_batch(response, outputs):
         outputs = [o for o in outputs if o is not None]
         _attach(
             response,
-            [getattr(o, "metrics", None) for o in outputs],
+            [_stats_of(o) for o in outputs],
             sum(_count(getattr(o, "num_cached_tokens", None)) or 0 for o in outputs),
             None,
             None,
             _drafts(m for o in outputs for m in _choice_spec(o)),
+            _clocks_of(outputs),
         )
     except Exception:  # noqa: BLE001
         pass
@@ -309,6 +375,54 @@ def link_metrics(output, stats):
         pass
 
 
+class RequestClock:
+    """t0, t1 and t2 of one engine request on the API server's monotonic
+    clock, under the names of RequestStateStats (see the module docstring):
+    the patched output processor keeps one per request where vLLM keeps no
+    stats, calls ``tokens`` with every output it receives for the request,
+    and links it to the request's RequestOutputs (``link_clock``)."""
+
+    __slots__ = ("scheduled_ts", "first_token_ts", "last_token_ts")
+
+    def __init__(self):
+        self.scheduled_ts = time.monotonic()
+        self.first_token_ts = 0.0
+        self.last_token_ts = 0.0
+
+    def tokens(self, new_token_ids):
+        """Note an output of the request: t1 at the first that carries
+        tokens, t2 at each that does."""
+        try:
+            if new_token_ids:
+                now = time.monotonic()
+                if not self.first_token_ts:
+                    self.first_token_ts = now
+                self.last_token_ts = now
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def start_clock(stats):
+    """A RequestClock for a new engine request whose stats vLLM keeps in
+    ``stats``: one when that is None (--disable-log-stats), or always under
+    VLLM_TIMINGS_CLOCK_LOG; None otherwise. Never raises."""
+    try:
+        if stats is None or _CLOCK_LOG is not None:
+            return RequestClock()
+        return None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def link_clock(output, clock):
+    """Give a RequestOutput its request's RequestClock, which the serving
+    code reads where the output has no ``metrics``. Never raises."""
+    try:
+        output._llamacpp_clock = clock
+    except Exception:  # noqa: BLE001
+        pass
+
+
 class StreamTracker:
     """Collects what a streaming generator sees, for the final chunk's timings.
 
@@ -318,10 +432,11 @@ class StreamTracker:
     (one per child of an n>1 request).
     """
 
-    __slots__ = ("_stats", "_cached", "_finished", "_spec", "_finish_chunks", "_last")
+    __slots__ = ("_stats", "_cached", "_finished", "_spec", "_finish_chunks", "_last", "_clocks")
 
     def __init__(self):
         self._last = None
+        self._clocks = {}
         self._stats = {}
         self._cached = {}
         self._finished = set()
@@ -338,6 +453,10 @@ class StreamTracker:
         # which is also when vLLM hands over its spec_decode_metrics.
         try:
             stats = output.metrics
+            if stats is None:
+                # vLLM keeps no stats: the request's RequestClock, if the
+                # patched output processor linked one.
+                stats = getattr(output, "_llamacpp_clock", None)
             if stats is not self._last:
                 self._last = stats
                 self._note(output, stats)
@@ -357,6 +476,10 @@ class StreamTracker:
     def _note(self, output, stats):
         if stats is not None:
             self._stats[id(stats)] = stats
+        if _CLOCK_LOG is not None:
+            clock = getattr(output, "_llamacpp_clock", None)
+            if clock is not None:
+                self._clocks[id(clock)] = clock
         request_id = getattr(output, "request_id", None)
         if request_id not in self._cached:
             cached = _count(getattr(output, "num_cached_tokens", None))
@@ -391,6 +514,7 @@ class StreamTracker:
                 prompt_tokens,
                 predicted_tokens,
                 drafts,
+                list(self._clocks.values()),
             )
         except Exception:  # noqa: BLE001
             pass
@@ -451,7 +575,7 @@ class _Turns:
         self.spec = {}
 
     def add(self, output):
-        stats = getattr(output, "metrics", None)
+        stats = _stats_of(output)
         key = id(stats) if stats is not None else None
         if stats is not None:
             self.stats[key] = stats

@@ -129,6 +129,37 @@ patchset "openai-modules-v0.10" {
       at    = "body_start"
       code  = "_llamacpp_timings.link_metrics(request_output, req_state.stats)"
     }
+
+    # Where vLLM keeps no per-request stats (--disable-log-stats), each
+    # request gets a RequestClock on the API server's monotonic clock: t0
+    # when the request is registered here (handed to the engine), t1 and t2
+    # at its first and last outputs that carry tokens, which this loop
+    # receives whether the serving code asked for every output (streams) or
+    # the final one only. The RequestOutputs carry it to the serving code.
+    edit "request-clock" {
+      in    = "RequestState.__init__"
+      match = "self.stats = RequestStateStats("
+      at    = "after"
+      code  = "self._llamacpp_clock = _llamacpp_timings.start_clock(self.stats)"
+    }
+    edit "clock-tokens" {
+      in    = "OutputProcessor.process_outputs"
+      match = "new_token_ids = engine_core_output.new_token_ids"
+      at    = "after"
+      code  = <<-PY
+        if req_state._llamacpp_clock is not None:
+            req_state._llamacpp_clock.tokens(new_token_ids)
+      PY
+    }
+    edit "clock-output" {
+      in    = "OutputProcessor.process_outputs"
+      match = "if request_output := req_state.make_request_output("
+      at    = "body_start"
+      code  = <<-PY
+        if req_state._llamacpp_clock is not None:
+            _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)
+      PY
+    }
   }
 }
 
@@ -240,6 +271,42 @@ patchset "openai-modules" {
       in       = "RequestState._new_request_output"
       match    = "return RequestOutput("
       contains = "metrics="
+    }
+
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    # Where vLLM keeps no per-request stats (--disable-log-stats), each
+    # request gets a RequestClock on the API server's monotonic clock: t0
+    # when the request is registered here (handed to the engine), t1 and t2
+    # at its first and last outputs that carry tokens, which this loop
+    # receives whether the serving code asked for every output (streams) or
+    # the final one only. The RequestOutputs carry it to the serving code.
+    edit "request-clock" {
+      in    = "RequestState.__init__"
+      match = "self.stats = RequestStateStats("
+      at    = "after"
+      code  = "self._llamacpp_clock = _llamacpp_timings.start_clock(self.stats)"
+    }
+    edit "clock-tokens" {
+      in    = "OutputProcessor.process_outputs"
+      match = "new_token_ids = engine_core_output.new_token_ids"
+      at    = "after"
+      code  = <<-PY
+        if req_state._llamacpp_clock is not None:
+            req_state._llamacpp_clock.tokens(new_token_ids)
+      PY
+    }
+    edit "clock-output" {
+      in    = "OutputProcessor.process_outputs"
+      match = "if request_output := req_state.make_request_output("
+      at    = "body_start"
+      code  = <<-PY
+        if req_state._llamacpp_clock is not None:
+            _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)
+      PY
     }
   }
 }

@@ -106,6 +106,44 @@ patchset "openai-packages" {
       code  = "_llamacpp_tracker.attach(final_usage_chunk)"
     }
   }
+
+  file "vllm/v1/engine/output_processor.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    # Where vLLM keeps no per-request stats (--disable-log-stats), each
+    # request gets a RequestClock on the API server's monotonic clock: t0
+    # when the request is registered here (handed to the engine), t1 and t2
+    # at its first and last outputs that carry tokens, which this loop
+    # receives whether the serving code asked for every output (streams) or
+    # the final one only. The RequestOutputs carry it to the serving code.
+    edit "request-clock" {
+      in    = "RequestState.__init__"
+      match = "self.stats = RequestStateStats("
+      at    = "after"
+      code  = "self._llamacpp_clock = _llamacpp_timings.start_clock(self.stats)"
+    }
+    edit "clock-tokens" {
+      in    = "OutputProcessor.process_outputs"
+      match = "new_token_ids = engine_core_output.new_token_ids"
+      at    = "after"
+      code  = <<-PY
+        if req_state._llamacpp_clock is not None:
+            req_state._llamacpp_clock.tokens(new_token_ids)
+      PY
+    }
+    edit "clock-output" {
+      in    = "OutputProcessor.process_outputs"
+      match = "if request_output := req_state.make_request_output("
+      at    = "body_start"
+      code  = <<-PY
+        if req_state._llamacpp_clock is not None:
+            _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)
+      PY
+    }
+  }
 }
 
 patchset "openai-packages-raw-stream" {
@@ -206,6 +244,44 @@ patchset "openai-packages-raw-stream" {
       match = "final_usage_chunk = CompletionStreamResponse("
       at    = "after"
       code  = "_llamacpp_tracker.attach(final_usage_chunk)"
+    }
+  }
+
+  file "vllm/v1/engine/output_processor.py" {
+    edit "import" {
+      at   = "after_imports"
+      code = "from vllm import _llamacpp_timings"
+    }
+
+    # Where vLLM keeps no per-request stats (--disable-log-stats), each
+    # request gets a RequestClock on the API server's monotonic clock: t0
+    # when the request is registered here (handed to the engine), t1 and t2
+    # at its first and last outputs that carry tokens, which this loop
+    # receives whether the serving code asked for every output (streams) or
+    # the final one only. The RequestOutputs carry it to the serving code.
+    edit "request-clock" {
+      in    = "RequestState.__init__"
+      match = "self.stats = RequestStateStats("
+      at    = "after"
+      code  = "self._llamacpp_clock = _llamacpp_timings.start_clock(self.stats)"
+    }
+    edit "clock-tokens" {
+      in    = "OutputProcessor.process_outputs"
+      match = "new_token_ids = engine_core_output.new_token_ids"
+      at    = "after"
+      code  = <<-PY
+        if req_state._llamacpp_clock is not None:
+            req_state._llamacpp_clock.tokens(new_token_ids)
+      PY
+    }
+    edit "clock-output" {
+      in    = "OutputProcessor.process_outputs"
+      match = "if request_output := req_state.make_request_output("
+      at    = "body_start"
+      code  = <<-PY
+        if req_state._llamacpp_clock is not None:
+            _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)
+      PY
     }
   }
 }

@@ -94,7 +94,10 @@ def expected(prompt, cached, generated, prompt_ms, predicted_ms):
 # (one per prompt): prompt length, cached tokens, tokens per choice, and per
 # choice (scheduled_ts, first_token_ts); the i-th token of a choice comes at
 # first_token_ts + i*STEP. "stats": False is a server run with
-# --disable-log-stats. "merge_final": the choices' last tokens come in one
+# --disable-log-stats: the patched vLLM's output processor then gives each
+# request a RequestClock on the API server's clock, which the fake engine
+# plays here with the same times, so the timings are those of the stats
+# (unpatched: none). "merge_final": the choices' last tokens come in one
 # RequestOutput (vLLM's output collector merges outputs a slow consumer has
 # not taken yet), otherwise each choice's output comes in its own.
 # "expect" is the timings dict, None for no timings.
@@ -104,7 +107,7 @@ SCENARIOS = {
         expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
     "chat full no stats": dict(
         chat=True, req={}, stats=False, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
-        expect=None),
+        expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
     "chat full one token": dict(
         chat=True, req={}, prompts=[dict(len=10, cached=0, tokens=1, sched=[(100.0, 100.5)])],
         expect=expected(10, 0, 1, 500.0, 0.0)),
@@ -120,10 +123,10 @@ SCENARIOS = {
         expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
     "chat stream+usage no stats": dict(
         chat=True, req={"stream": True, "stream_options": {"include_usage": True}}, stats=False,
-        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=None),
+        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
     "chat stream no stats": dict(
         chat=True, req={"stream": True}, stats=False,
-        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=None),
+        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
     # n=2: two children, the second scheduled with the first but its first
     # token one step later; 4 tokens each. The span, 100.0 to the last token
     # at 100.5, splits into prompt time (the union of the two [scheduled,
@@ -151,7 +154,7 @@ SCENARIOS = {
         expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
     "completion full no stats": dict(
         chat=False, req={}, stats=False, prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])],
-        expect=None),
+        expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
     "completion stream+usage": dict(
         chat=False, req={"stream": True, "stream_options": {"include_usage": True}},
         prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])],
@@ -161,7 +164,7 @@ SCENARIOS = {
         expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
     "completion stream no stats": dict(
         chat=False, req={"stream": True, "stream_options": {"include_usage": True}}, stats=False,
-        prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])], expect=None),
+        prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])], expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
     # Two prompts: 8 (2 cached) and 6 (none) tokens; 2 and 4 generated. Both
     # scheduled at 50.0; prompt time is the union of [50.0, 50.1875] and
     # [50.0, 50.3125], generation the rest of the span to 50.5.
@@ -206,7 +209,7 @@ ENDPOINT_SCENARIOS = {
         expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
     "responses full no stats": dict(
         api="responses", req={}, stats=False, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
-        expect=None),
+        expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
     "responses full all cached": dict(
         api="responses", req={}, prompts=[dict(len=32, cached=32, tokens=4, sched=[(100.0, 100.125)])],
         expect=expected(32, 32, 4, 125.0, 3 * STEP * 1000)),
@@ -225,7 +228,7 @@ ENDPOINT_SCENARIOS = {
         expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
     "responses stream no stats": dict(
         api="responses", req={"stream": True}, stats=False,
-        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=None),
+        prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])], expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
     "messages full": dict(
         api="messages", req={}, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
         expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
@@ -234,7 +237,7 @@ ENDPOINT_SCENARIOS = {
         expect=expected(10, 0, 3, 250.0, 2 * STEP * 1000)),
     "messages full no stats": dict(
         api="messages", req={}, stats=False, prompts=[dict(len=10, cached=4, tokens=3, sched=[(100.0, 100.25)])],
-        expect=None),
+        expect=expected(10, 4, 3, 250.0, 2 * STEP * 1000)),
     "messages stream": dict(
         api="messages", req={"stream": True}, prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])],
         expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
@@ -243,8 +246,44 @@ ENDPOINT_SCENARIOS = {
         expect=expected(10, 0, 1, 500.0, 0.0)),
     "messages stream no stats": dict(
         api="messages", req={"stream": True}, stats=False,
-        prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])], expect=None),
+        prompts=[dict(len=12, cached=8, tokens=5, sched=[(50.0, 50.125)])], expect=expected(12, 8, 5, 125.0, 4 * STEP * 1000)),
 }
+
+
+def timings_module():
+    """The patched vLLM's vllm._llamacpp_timings, or None (unpatched)."""
+    try:
+        from vllm import _llamacpp_timings
+    except ImportError:
+        return None
+    return _llamacpp_timings if hasattr(_llamacpp_timings, "start_clock") else None
+
+
+class FakeMonotonic:
+    now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+
+def engine_clocks(p, n):
+    """What the patched output processor does without stats, for each of the
+    n children of engine request p: a RequestClock started when the request
+    is handed over (scheduled_ts here) and told of each output with tokens,
+    on a clock that reads the engine's times. [] when unpatched."""
+    lt = timings_module()
+    if lt is None:
+        return []
+    clock = lt.time = FakeMonotonic()
+    clocks = []
+    for sched, first in p["sched"][:n]:
+        clock.now = sched
+        c = lt.start_clock(None)
+        for t in range(p["tokens"]):
+            clock.now = first + t * STEP
+            c.tokens([t])
+        clocks.append(c)
+    return clocks
 
 
 def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
@@ -276,13 +315,17 @@ def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
             s.first_token_ts = first
             stats.append(s)
         ends = [first + (p["tokens"] - 1) * STEP for _, first in p["sched"][:n]]
+        clocks = [] if with_stats else engine_clocks(p, n)
 
         def ro(outs, finished, metrics):
-            return RequestOutput(
+            r = RequestOutput(
                 request_id=rid, prompt=None, prompt_token_ids=ids, prompt_logprobs=None,
                 outputs=outs, finished=finished, metrics=metrics if with_stats else None,
                 num_cached_tokens=p["cached"],
             )
+            if clocks:  # the patched output processor links the child's clock
+                timings_module().link_clock(r, clocks[next(i for i, s in enumerate(stats) if s is metrics)])
+            return r
 
         def co(idx, toks, finish):
             return CompletionOutput(

@@ -58,14 +58,36 @@ except ImportError:
 STEP = 0.05
 
 
+class FakeMonotonic:
+    """The patched module's time.monotonic, set by turn() to the engine's
+    times: a request without stats gets a RequestClock from the patched
+    output processor, and it reads exactly what the stats would have."""
+
+    now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+
+CLOCK = FakeMonotonic()
+try:
+    from vllm import _llamacpp_timings
+
+    _llamacpp_timings.time = CLOCK
+except ImportError:
+    pass  # not patched
+
+
 def turn(request_id, with_stats, cached=4, prompt_len=10, tokens=3, final_only=False, finish="stop",
          scheduled=100.0, first=100.25):
     """The RequestOutputs of one engine request."""
     if OutputProcessor is not None:
         proc = OutputProcessor(log_stats=with_stats)
+        CLOCK.now = scheduled
         proc.add_request(f"0_{request_id}", request_id, 0, list(range(prompt_len)), cached, final_only)
         outs = []
         for step in range(tokens):
+            CLOCK.now = first + STEP * step
             eco = EngineCoreOutput(
                 request_id=f"0_{request_id}",
                 new_token_ids=[step],

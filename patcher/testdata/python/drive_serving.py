@@ -74,6 +74,12 @@ def load(site, per_request_metrics):
         from vllm.v1.engine.output_processor import OutputProcessor
     except ImportError:
         OutputProcessor = None
+    try:
+        from vllm import _llamacpp_timings
+
+        _llamacpp_timings.time = CLOCK
+    except ImportError:
+        pass  # not patched
 
     try:
         from vllm.outputs import CompletionOutput
@@ -149,17 +155,35 @@ def fake_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only, 
     return outs
 
 
+class FakeMonotonic:
+    """The clock the patched module reads (its time.monotonic) where vLLM
+    keeps no stats: processor_engine sets it to the engine's own times, so
+    the RequestClocks of a --disable-log-stats run read exactly what the
+    stats would have."""
+
+    now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+
+CLOCK = FakeMonotonic()
+
+
 def processor_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only):
     """The same requests through the fixture's v1 output processor: it keeps
     the stats and builds the RequestOutputs. metrics gives each child's
-    (scheduled, first token) times, or None for --disable-log-stats."""
+    (scheduled, first token) times, or None for --disable-log-stats: then
+    the times are (100.0, 100.25), on CLOCK."""
     proc = OutputProcessor(log_stats=metrics is not None)
     for idx in range(n):
+        CLOCK.now = metrics[idx].scheduled_ts if metrics else 100.0
         proc.add_request(f"{idx}_{request_id}", request_id, idx, list(range(prompt_len)), cached, final_only)
     outs = []
     for step in range(tokens):
         for idx in range(n):
             scheduled, first = (metrics[idx].scheduled_ts, metrics[idx].first_token_ts) if metrics else (100.0, 100.25)
+            CLOCK.now = first + STEP * step
             eco = EngineCoreOutput(
                 request_id=f"{idx}_{request_id}",
                 new_token_ids=[step],
@@ -242,6 +266,8 @@ async def main():
     await full("chat_full")
     one_truth("chat_full", False)
     await full("chat_full_no_stats", with_stats=False)
+    if OutputProcessor is not None:  # the patched processor's clock stands in for stats
+        one_truth("chat_full_no_stats", False)
     await full("chat_full_spec", spec=True)
     one_truth("chat_full_spec", False, spec=True)
     await stream("chat_stream_usage", req(include_usage=True))
@@ -251,6 +277,8 @@ async def main():
     await stream("chat_stream_n2", req(n=2), n=2)
     one_truth("chat_stream_n2", True, n=2)
     await stream("chat_stream_no_stats", req(include_usage=True), with_stats=False)
+    if OutputProcessor is not None:
+        one_truth("chat_stream_no_stats", True)
     await stream("chat_stream_one_token", req(), tokens=1)
     one_truth("chat_stream_one_token", True, tokens=1)
     await stream("chat_stream_n2_spec", req(n=2, include_usage=True), n=2, spec=True)
@@ -286,6 +314,8 @@ async def main():
     await cmpl_full("completion_full_2_prompts")
     prompts_truth("completion_full_2_prompts", False)
     await cmpl_full("completion_full_no_stats", with_stats=False)
+    if OutputProcessor is not None:
+        truth("completion_full_no_stats", False, 14, 2, 6, [(100.0, 100.25, 2), (100.0, 100.25, 4)])
     await cmpl_full("completion_full_spec", spec=True)
     prompts_truth("completion_full_spec", False, spec=True)
     await cmpl_full("completion_full", count=1)

@@ -539,12 +539,186 @@ class Tracker(unittest.TestCase):
         self.assertFalse(hasattr(chunk, "timings"))
 
 
+class FakeTime:
+    """Stands in for the module's time: monotonic() returns now."""
+
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def monotonic(self):
+        return self.now
+
+
+class Clock(unittest.TestCase):
+    """--disable-log-stats: RequestOutput.metrics is None, and the patched
+    output processor links a RequestClock (t0 at hand-over, t1 at the first
+    output with tokens, t2 at the last) to the request's outputs."""
+
+    def setUp(self):
+        self.time = FakeTime(10.0)
+        self._saved = lt.time, lt._CLOCK_LOG
+        lt.time, lt._CLOCK_LOG = self.time, None
+
+    def tearDown(self):
+        lt.time, lt._CLOCK_LOG = self._saved
+
+    def clock(self, t0, t1, t2, tokens=(7,)):
+        """A clock as the output processor leaves it: started at t0, an
+        output without tokens, then tokens at t1 and at t2."""
+        self.time.now = t0
+        c = lt.start_clock(None)
+        self.time.now = t0 + 0.001
+        c.tokens([])  # an output that carries no token stamps nothing
+        self.time.now = t1
+        c.tokens(list(tokens))
+        self.time.now = t2
+        c.tokens(list(tokens))
+        return c
+
+    def test_only_without_stats(self):
+        self.assertIsNone(lt.start_clock(stats()))
+        c = lt.start_clock(None)
+        self.assertIsInstance(c, lt.RequestClock)
+        self.assertEqual((c.scheduled_ts, c.first_token_ts, c.last_token_ts), (10.0, 0.0, 0.0))
+
+    def test_stamps(self):
+        c = self.clock(10.0, 10.25, 10.5)
+        self.assertEqual((c.scheduled_ts, c.first_token_ts, c.last_token_ts), (10.0, 10.25, 10.5))
+
+    def test_full_response_from_the_clock(self):
+        o = SimpleNamespace(metrics=None, num_cached_tokens=4, outputs=[])
+        lt.link_clock(o, self.clock(10.0, 10.25, 10.5))
+        r = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=3))
+        lt.attach_output(r, o)
+        self.assertEqual(list(r.timings), ORDER)
+        self.assertEqual((r.timings["prompt_n"], r.timings["cache_n"], r.timings["predicted_n"]), (6, 4, 3))
+        self.assertAlmostEqual(r.timings["prompt_ms"], 250.0)
+        self.assertAlmostEqual(r.timings["predicted_ms"], 250.0)
+        self.assertAlmostEqual(r.timings["prompt_per_second"], 24.0)
+        finite_and_serializable(self, r.timings)
+
+    def test_stats_win_over_a_clock(self):
+        o = SimpleNamespace(metrics=stats(), num_cached_tokens=0, outputs=[])
+        lt.link_clock(o, self.clock(10.0, 10.25, 10.5))
+        r = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=3))
+        lt.attach_output(r, o)
+        self.assertAlmostEqual(r.timings["prompt_ms"], 500.0)
+
+    def test_clock_without_tokens_gives_no_times(self):
+        # As with stats that lack a first token: counts, and no time (0,
+        # speeds 0: llama-swap's "unknown"), never a made-up one.
+        self.time.now = 10.0
+        o = SimpleNamespace(metrics=None, num_cached_tokens=0, outputs=[])
+        lt.link_clock(o, lt.start_clock(None))
+        r = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=3))
+        lt.attach_output(r, o)
+        self.assertEqual((r.timings["prompt_ms"], r.timings["predicted_ms"], r.timings["prompt_per_second"]), (0.0, 0.0, 0.0))
+
+    def test_no_clock_no_timings(self):
+        r = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=3))
+        lt.attach_output(r, SimpleNamespace(metrics=None, num_cached_tokens=0, outputs=[]))
+        self.assertFalse(hasattr(r, "timings"))
+
+    def test_batch_span_rule(self):
+        # Two prompts handed over together; prompt time is the union of
+        # [t0, t1], generation the rest of the span.
+        a, b = SimpleNamespace(metrics=None, num_cached_tokens=2, outputs=[]), SimpleNamespace(metrics=None, num_cached_tokens=0, outputs=[])
+        lt.link_clock(a, self.clock(10.0, 10.25, 10.5))
+        lt.link_clock(b, self.clock(10.0, 10.375, 11.0))
+        r = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=14, completion_tokens=6))
+        lt.attach_batch(r, [a, b])
+        self.assertEqual(r.timings["cache_n"], 2)
+        self.assertAlmostEqual(r.timings["prompt_ms"], 375.0)
+        self.assertAlmostEqual(r.timings["predicted_ms"], 625.0)
+
+    def test_stream_n2(self):
+        ca, cb = self.clock(10.0, 10.25, 10.5), self.clock(10.0, 10.3125, 10.75)
+        tr = lt.StreamTracker()
+        for c, idx in ((ca, 0), (cb, 1), (ca, 0), (cb, 1)):
+            o = out("r", None, 4, [(idx, None)])
+            lt.link_clock(o, c)
+            tr.observe(o)
+        chunk = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=6))
+        tr.attach(chunk)
+        self.assertEqual(chunk.timings["cache_n"], 4)
+        self.assertAlmostEqual(chunk.timings["prompt_ms"], 312.5)
+        self.assertAlmostEqual(chunk.timings["predicted_ms"], 437.5)
+
+    def test_responses_turn(self):
+        class Context:  # weakly referenced, as vLLM's ConversationContext
+            pass
+
+        ctx = Context()
+        o = SimpleNamespace(metrics=None, num_cached_tokens=4, outputs=[])
+        lt.link_clock(o, self.clock(10.0, 10.25, 10.5))
+        lt.observe_turn(ctx, o)
+        r = SimpleNamespace(usage=SimpleNamespace(input_tokens=10, output_tokens=3,
+                                                  input_tokens_details=SimpleNamespace(cached_tokens=4)))
+        lt.attach_response(r, ctx)
+        self.assertAlmostEqual(r.timings["prompt_ms"], 250.0)
+
+    def test_odd_clocks_never_raise_or_nan(self):
+        for t0, t1, t2 in ((10.0, math.inf, math.inf), (math.nan, 10.0, 11.0), (11.0, 10.0, 9.0), (-1.0, -1.0, -1.0)):
+            c = lt.RequestClock()
+            c.scheduled_ts, c.first_token_ts, c.last_token_ts = t0, t1, t2
+            o = SimpleNamespace(metrics=None, num_cached_tokens=0, outputs=[])
+            lt.link_clock(o, c)
+            r = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=3))
+            lt.attach_output(r, o)
+            if hasattr(r, "timings"):
+                finite_and_serializable(self, r.timings)
+        c = lt.start_clock(None)
+        c.tokens(None)
+        c.tokens(object())  # no len(): swallowed
+        lt.link_clock(object(), c)  # refuses the attribute: swallowed
+        self.time.monotonic = None  # the clock itself fails
+        self.assertIsNone(lt.start_clock(None))
+        c.tokens([1])
+
+    def test_clock_log_puts_both_side_by_side(self):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            lt._CLOCK_LOG = os.path.join(d, "clock.jsonl")
+            c = lt.start_clock(stats())
+            self.assertIsInstance(c, lt.RequestClock, "the log wants a clock beside the stats")
+            self.time.now = 10.25
+            c.tokens([1])
+            self.time.now = 10.5
+            c.tokens([1])
+            o = SimpleNamespace(metrics=stats(), num_cached_tokens=0, outputs=[])
+            lt.link_clock(o, c)
+            r = SimpleNamespace(id="chatcmpl-1", usage=SimpleNamespace(prompt_tokens=10, completion_tokens=3))
+            lt.attach_output(r, o)
+            tr = lt.StreamTracker()
+            tr.observe(o)
+            chunk = SimpleNamespace(id="chatcmpl-2", usage=SimpleNamespace(prompt_tokens=10, completion_tokens=3))
+            tr.attach(chunk)
+            with open(lt._CLOCK_LOG) as f:
+                lines = [json.loads(x) for x in f]
+        self.assertEqual([x["id"] for x in lines], ["chatcmpl-1", "chatcmpl-2"])
+        for x in lines:
+            self.assertAlmostEqual(x["engine"]["prompt_ms"], 500.0)
+            self.assertAlmostEqual(x["clock"]["prompt_ms"], 250.0)
+            self.assertAlmostEqual(x["clock"]["predicted_ms"], 250.0)
+        self.assertAlmostEqual(r.timings["prompt_ms"], 500.0, msg="the response keeps the engine's timings")
+
+    def test_unwritable_clock_log_keeps_the_timings(self):
+        lt._CLOCK_LOG = "/nonexistent/dir/clock.jsonl"
+        o = SimpleNamespace(metrics=stats(), num_cached_tokens=0, outputs=[])
+        lt.link_clock(o, self.clock(10.0, 10.25, 10.5))
+        r = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=10, completion_tokens=3))
+        lt.attach_output(r, o)
+        self.assertAlmostEqual(r.timings["prompt_ms"], 500.0)
+
+
 class Structure(unittest.TestCase):
     """Each function vLLM's serving code calls catches everything once, at
     its top; the helpers under them never catch, so a surprise is handled in
     exactly one place. And every module-level name is used."""
 
     ENTRY_POINTS = {"build_timings", "attach", "attach_output", "attach_batch", "link_metrics",
+                    "start_clock", "link_clock", "RequestClock.tokens",
                     "StreamTracker.observe", "StreamTracker.finish_chunk", "StreamTracker.attach",
                     # /v1/responses and /v1/messages (test_endpoints.py)
                     "observe_turn", "attach_response", "attach_response_output", "attach_response_event",

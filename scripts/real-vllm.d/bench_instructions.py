@@ -1,0 +1,111 @@
+"""One variant of the serving-cost count: real vLLM's chat or completion
+generators, unpatched or patched, with level 2's fake engine, run inside
+one C function (vt_bench_region in LIB) so that callgrind counts only
+them (--collect-atstart=no --toggle-collect=vt_bench_region).
+
+    python bench_instructions.py ORIG_SITE PATCHED_SITE LIB VARIANT API MODE STATS N T
+
+VARIANT: unpatched | patched; API: chat | completion; MODE: stream | full;
+STATS: on | off (off: RequestOutput.metrics is None and, patched, each
+output carries the RequestClock the patched output processor would link);
+N responses of T tokens. vLLM is imported from ORIG_SITE; the patched
+variant loads the patched serving module and vllm/_llamacpp_timings.py from
+PATCHED_SITE beside it (as bench_serving.py does). Prints the lines
+(chunks) sent, as a check that both variants did the same work.
+"""
+
+import asyncio
+import ctypes
+import gc
+import importlib.util
+import os
+import sys
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main():
+    orig, patched_site, lib, variant, api, mode, stats, n, tokens = sys.argv[1:10]
+    n, tokens, stream, with_stats = int(n), int(tokens), mode == "stream", stats == "on"
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    sys.path.insert(0, os.path.abspath(orig))
+    here = os.path.dirname(os.path.abspath(__file__))
+    level2 = load("level2", os.path.join(here, "level2.py"))
+
+    import vllm
+
+    rel = {"chat": ("chat_completion", "vllm.entrypoints.openai.chat_completion.serving"),
+           "completion": ("completion", "vllm.entrypoints.openai.completion.serving")}[api]
+    if variant == "patched":
+        pvllm = os.path.join(os.path.abspath(patched_site), "vllm")
+        vllm._llamacpp_timings = load("vllm._llamacpp_timings", os.path.join(pvllm, "_llamacpp_timings.py"))
+        mod = load(rel[1] + "_patched", os.path.join(pvllm, "entrypoints", "openai", rel[0], "serving.py"))
+        if not hasattr(mod, "_llamacpp_timings"):
+            sys.exit(f"bench: {patched_site} is not patched")
+    else:
+        mod = importlib.import_module(rel[1])
+        if hasattr(mod, "_llamacpp_timings"):
+            sys.exit(f"bench: {orig} is patched")
+    from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+
+    h = level2.harness(**{"chat_mod" if api == "chat" else "cmpl_mod": mod})
+    prompt = dict(len=64, cached=16, tokens=tokens, sched=[(100.0, 100.25)])
+    h.engine.script = dict(prompts=[prompt], stream=stream, next=0, stats=with_stats, n=1, merge_final=False)
+    outs = h.outputs_for("bench", prompt, stream, with_stats, 1, False)
+
+    def generate(engine_input, sampling_params, request_id, **kw):
+        async def gen():
+            for o in outs:
+                yield o
+        return gen()
+
+    h.engine.generate = generate
+    fields = dict(model="tiny", max_tokens=tokens, temperature=0.0, stream=stream)
+    if stream:
+        fields["stream_options"] = {"include_usage": True}
+
+    async def one():
+        if api == "chat":
+            res = await h.chat.create_chat_completion(
+                h.ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields), None)
+        else:
+            res = await h.cmpl.create_completion(CompletionRequest(prompt="p", **fields), None)
+        if not stream:
+            return [res.model_dump_json()]
+        return [line async for line in res]
+
+    lines = []
+    timed = []
+
+    async def run(k):
+        for _ in range(k):
+            lines.append(await one())
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(run(3))  # warm-up: imports, caches
+    has = any('"timings"' in x for x in lines[-1])
+    if has != (variant == "patched"):
+        sys.exit(f"bench: {variant} variant {'sends' if has else 'lacks'} timings")
+    lines.clear()
+    gc.collect()
+    gc.disable()
+
+    @ctypes.CFUNCTYPE(None)
+    def region():
+        loop.run_until_complete(run(n))
+        timed.append(True)
+
+    ctypes.CDLL(lib).vt_bench_region(region)
+    if not timed:
+        sys.exit("bench: the region did not run")
+    print(f"{variant} {api} {mode} stats={stats}: {n} responses, {sum(len(x) for x in lines)} lines")
+
+
+if __name__ == "__main__":
+    main()
