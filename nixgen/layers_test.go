@@ -327,6 +327,7 @@ func (c *layerCase) check(t *testing.T, root, common string, lm swaptest.Model, 
 		for _, e := range env {
 			want = append(want, "-e", e)
 		}
+		want = append(want, wantShm(m.ExtraDockerArgs)...)
 		for _, a := range m.ExtraDockerArgs {
 			want = append(want, c.intended(port, a))
 		}
@@ -532,4 +533,15 @@ func layerVariants() []layerCase {
 // layer, with a patcher that succeeds and one that fails.
 func TestLayers(t *testing.T) {
 	runLayers(t, layerVariants())
+}
+
+// wantShm is the shared-memory word the Docker forms add before the extra
+// docker run words: --shm-size=1g, unless a word sets --shm-size or --ipc.
+func wantShm(extra []string) []string {
+	for _, w := range extra {
+		if w == "--ipc" || w == "--shm-size" || strings.HasPrefix(w, "--ipc=") || strings.HasPrefix(w, "--shm-size=") {
+			return nil
+		}
+	}
+	return []string{"--shm-size=1g"}
 }

@@ -40,7 +40,7 @@ type ModelOptions struct {
 	Name            string            // the model's name in llama-swap, its ${MODEL_ID}
 	Image           string            // Docker image
 	ServeArgs       []Arg             // argv after vllm serve, or after the entrypoint
-	ExtraDockerArgs []string          // more docker run words
+	ExtraDockerArgs []string          // more docker run words; DefaultShm unless one sets --shm-size or --ipc
 	Env             map[string]string // container environment: -e NAME=VALUE
 	PassEnv         []string          // variables passed through from llama-swap's environment: -e NAME
 	Docker          string            // docker executable; "" means "docker"
@@ -66,6 +66,25 @@ const ContainerPort = 8000
 // DefaultPublish maps llama-swap's port on 127.0.0.1, where its proxy
 // connects, to vLLM's port in the container.
 var DefaultPublish = fmt.Sprintf("127.0.0.1:${PORT}:%d", ContainerPort)
+
+// DefaultShm is the docker run word the Docker forms add for vLLM's shared
+// memory: Docker gives a container 64 MiB of /dev/shm, and vLLM refuses to
+// start with that little ("Insufficient space in /dev/shm"). An
+// ExtraDockerArgs word that sets it (--shm-size or --ipc, such as
+// --ipc=host as vLLM's own docs run it) replaces the default.
+const DefaultShm = "--shm-size=1g"
+
+// setsShm says whether docker run words set the shared memory themselves.
+func setsShm(words []string) bool {
+	for _, w := range words {
+		for _, flag := range []string{"--shm-size", "--ipc"} {
+			if w == flag || strings.HasPrefix(w, flag+"=") {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // form is how the model runs.
 type form int
@@ -180,7 +199,11 @@ func (b *model) docker() (Model, error) {
 		lines = append(lines, "-e "+w)
 	}
 	var extra []string
-	for _, a := range m.ExtraDockerArgs {
+	words := m.ExtraDockerArgs
+	if !setsShm(words) {
+		words = append([]string{DefaultShm}, words...)
+	}
+	for _, a := range words {
 		w, err := b.word("--docker-arg", a)
 		if err != nil {
 			return Model{}, err

@@ -33,7 +33,9 @@
 #     before ? [ ];           # bash statements run in the container, in order and verbatim,
 #                             #   before the patcher ("set -e", "pip install xxhash -q", ...);
 #                             #   each gets its ";" (do not end one in ";")
-#     extraDockerArgs ? [ ];  # more `docker run` words, passed literally
+#     extraDockerArgs ? [ ];  # more `docker run` words, passed literally. "--shm-size=1g" comes
+#                             #   first (vLLM refuses Docker's 64 MiB /dev/shm) unless a word sets
+#                             #   --shm-size or --ipc itself, e.g. "--ipc=host"
 #     env ? { };              # container environment: NAME = "VALUE" becomes -e NAME=VALUE;
 #                             #   NAME = null becomes -e NAME (llama-swap's own value passes through)
 #     publish ? "127.0.0.1:\${PORT}:8000";  # the `docker run -p` mapping; must publish ${PORT}
@@ -660,7 +662,18 @@ let
             "${checkEnvName name}=${checkWord known "noShell" "env.${name}" v}"
         )
       ) (attrNames (if isAttrs env then env else fail "env" (typeOf env) "must be an attribute set: the container's environment. (llama-swap's own env list can be added to mkModel's result with //.)"));
-      extra = map (word "extraDockerArgs") (list "extraDockerArgs" extraDockerArgs);
+      # vLLM refuses Docker's 64 MiB of /dev/shm: --shm-size=1g unless a
+      # word of extraDockerArgs sets --shm-size or --ipc itself.
+      extraList = list "extraDockerArgs" extraDockerArgs;
+      setsShm = builtins.any (
+        w:
+        isString w
+        && builtins.any (f: w == f || substring 0 (stringLength f + 1) w == f + "=") [
+          "--shm-size"
+          "--ipc"
+        ]
+      ) extraList;
+      extra = map (word "extraDockerArgs") ((if setsShm then [ ] else [ "--shm-size=1g" ]) ++ extraList);
       imageWord =
         if image == null || image == "" then
           fail "image" image "is missing; give the Docker image, for example vllm/vllm-openai:latest."
