@@ -161,6 +161,7 @@ vllm-timings exec, with no shell: the arguments after -- follow it. With
 	mf.StringArrayVar(&mopts.Model.Before, "before", nil, "a bash `statement` run in the container before the patcher, e.g. 'set -e' (repeatable, in order)")
 	mf.StringVar(&mopts.Model.Publish, "publish", "", "the docker run -p `mapping`; must publish ${PORT} (default \""+nixgen.DefaultPublish+"\")")
 	mf.StringArrayVar(&mopts.Model.Entrypoint, "entrypoint", nil, "one `word` of the image's own entrypoint, run through vllm-timings exec (repeatable, in order)")
+	mf.StringVar(&mopts.Model.Overlay, "overlay", "", "a writable `dir` (a tmpfs in the container) for the patched copies: vLLM's files are left alone, for --read-only or a non-root --user; runs vllm-timings exec --overlay DIR")
 	mf.StringVar(&mopts.Model.Venv, "venv", "", "a host virtualenv `dir` holding bin/vllm: run vLLM there, without Docker")
 	mf.StringArrayVar(&mopts.Macros, "macro", nil, "llama-swap macro `NAME=VALUE` that arguments may use as ${NAME} (repeatable)")
 

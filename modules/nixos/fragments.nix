@@ -48,6 +48,11 @@
 #     venv ? null;            # a host virtualenv holding bin/vllm: no Docker at all; the cmd is
 #                             #   `BINARY exec --vllm-bin VENV/bin/vllm -- VENV/bin/vllm serve SERVEARGS`,
 #                             #   and serveArgs must use ${PORT} (--port ${PORT}).
+#     overlay ? null;         # a writable directory (a tmpfs in the container; a host path with venv):
+#                             #   the patcher writes patched copies there and leaves vLLM's files
+#                             #   alone (`exec --overlay DIR`, DIR first on PYTHONPATH), for a
+#                             #   read-only root filesystem or a non-root user. In the bash -c form
+#                             #   the patcher's statement becomes `exec BINARY exec ... -- vllm serve`.
 #   }
 #   fragments.mkModel { same arguments as mkCmd, and any other attribute }
 #     # => { cmd; cmdStop (not with venv); proxy; checkEndpoint; macros (only when not empty); }
@@ -327,6 +332,7 @@ let
     "macros"
     "entrypoint"
     "venv"
+    "overlay"
   ];
   # A misspelt input would be passed through by mkModel and ignored by
   # llama-swap, so names that differ from an input only in case or a final
@@ -570,6 +576,7 @@ let
       macros = args.macros or { };
       entrypoint = args.entrypoint or null;
       venv = args.venv or null;
+      overlay = args.overlay or null;
 
       checkedMacros = checkMacros macros;
       # The macros words may use, with the values checkWord substitutes:
@@ -683,6 +690,9 @@ let
       statements = concatStringsSep "" (
         map (st: dq (checkStatement "before" (checkWord known "bash" "before" st)) + "; ") beforeList
       );
+      # The overlay directory: in the container, or on the host with venv;
+      # ":" would split PYTHONPATH in either.
+      overlayPath = if overlay == null then null else checkPath "overlay" overlay;
       execOwn =
         patchsetPaths: vllmBin:
         [
@@ -694,6 +704,15 @@ let
           "--patchset"
           p
         ]) patchsetPaths
+        ++ (
+          if overlayPath == null then
+            [ ]
+          else
+            [
+              "--overlay"
+              overlayPath
+            ]
+        )
         ++ (
           if vllmBin == null then
             [ ]
@@ -729,8 +748,26 @@ let
             (
               "-c \""
               + statements
-              + cmdPrefix
-              + " exec vllm serve"
+              + (
+                if overlayPath == null then
+                  cmdPrefix + " exec vllm serve"
+                else
+                  # exec puts the overlay first on PYTHONPATH for vllm serve.
+                  "exec "
+                  + dq (
+                    concatStringsSep " " (
+                      map shQuote (
+                        [ mount ]
+                        ++ execOwn (map (m: m.container) patchsetMounts) null
+                        ++ [
+                          "--"
+                          "vllm"
+                          "serve"
+                        ]
+                      )
+                    )
+                  )
+              )
               + concatStringsSep "" (map (a: " " + dq (serveBash a)) serveList)
               + "\""
             )
