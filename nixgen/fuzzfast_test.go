@@ -59,6 +59,7 @@ func FuzzWordsInProcess(f *testing.F) {
 			for k, val := range v.model.Env {
 				want = append(want, "-e", k+"="+intended(v, val))
 			}
+			want = append(want, wantShm(v.model.ExtraDockerArgs)...)
 			for _, a := range v.model.ExtraDockerArgs {
 				want = append(want, intended(v, a))
 			}

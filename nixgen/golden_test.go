@@ -98,6 +98,23 @@ var goldenCases = []goldenCase{
 		Env:             map[string]string{"MODEL": "Qwen/Qwen3-8B"},
 		ServeArgs:       Args("single"),
 	}},
+	{name: "model-image-entrypoint", opts: Options{Binary: storeBinary}, model: &ModelOptions{
+		Name:            "qwen-openai",
+		Image:           "vllm/vllm-openai:v0.11.0",
+		Docker:          "/run/current-system/sw/bin/docker",
+		Entrypoint:      []string{"vllm", "serve"},
+		ExtraDockerArgs: []string{"--device=nvidia.com/gpu=all", "--ipc=host"},
+		ServeArgs:       Args("Qwen/Qwen3-8B", "--served-model-name", "${MODEL_ID}"),
+	}},
+	{name: "model-hardened", opts: Options{Binary: storeBinary}, model: &ModelOptions{
+		Name:            "qwen-hardened",
+		Image:           "vllm/vllm-openai:v0.11.0",
+		Docker:          "/run/current-system/sw/bin/docker",
+		Overlay:         "/tmp/vllm-timings",
+		ExtraDockerArgs: []string{"--read-only", "--user=1000:1000", "--tmpfs=/tmp", "--device=nvidia.com/gpu=all"},
+		Env:             map[string]string{"HOME": "/tmp"},
+		ServeArgs:       Args("Qwen/Qwen3-8B", "--served-model-name", "${MODEL_ID}"),
+	}},
 	{name: "model-venv", opts: Options{Binary: storeBinary, OnFailure: "abort"}, model: &ModelOptions{
 		Name:      "qwen-venv",
 		Venv:      "/srv/vllm/venv",

@@ -296,6 +296,7 @@ func (c *layerCase) check(t *testing.T, root, common string, lm swaptest.Model, 
 		for _, p := range v.opts.Patchsets {
 			want = append(want, "--patchset", p)
 		}
+		want = append(want, wantOverlay(m.Overlay)...)
 		want = append(want, "--vllm-bin", vllm, "--", vllm, "serve")
 		want = append(want, serve...)
 		wantPatcher = want
@@ -327,6 +328,7 @@ func (c *layerCase) check(t *testing.T, root, common string, lm swaptest.Model, 
 		for _, e := range env {
 			want = append(want, "-e", e)
 		}
+		want = append(want, wantShm(m.ExtraDockerArgs)...)
 		for _, a := range m.ExtraDockerArgs {
 			want = append(want, c.intended(port, a))
 		}
@@ -343,12 +345,18 @@ func (c *layerCase) check(t *testing.T, root, common string, lm swaptest.Model, 
 			for _, p := range containerPaths {
 				wantPatcher = append(wantPatcher, "--patchset", p)
 			}
+			wantPatcher = append(wantPatcher, wantOverlay(m.Overlay)...)
 			wantPatcher = append(wantPatcher, "--")
 			for _, e := range m.Entrypoint {
 				wantPatcher = append(wantPatcher, c.intended(port, e))
 			}
 			wantPatcher = append(wantPatcher, serve...)
 			want = append(want, wantPatcher[1:]...)
+			if slices.Equal(m.Entrypoint, []string{"vllm", "serve"}) {
+				// The image's own ENTRYPOINT ["vllm", "serve"].
+				wantVllm = append([]string{filepath.Join(bin, "vllm"), "serve"}, serve...)
+				break
+			}
 			if !slices.Equal(m.Entrypoint[:2], []string{"bash", "docker/entrypoint.sh"}) {
 				t.Fatalf("the test's launcher is bash docker/entrypoint.sh, not %q", m.Entrypoint)
 			}
@@ -358,6 +366,16 @@ func (c *layerCase) check(t *testing.T, root, common string, lm swaptest.Model, 
 				wantVllm = append(wantVllm, c.intended(port, e))
 			}
 			wantVllm = append(wantVllm, serve...)
+		} else if m.Overlay != "" {
+			// bash -c "... exec PATCHER exec ... --overlay DIR -- vllm serve ARGS"
+			wantPatcher = append(wantPatcher, "exec", "--on-failure", c.onFailure())
+			for _, p := range containerPaths {
+				wantPatcher = append(wantPatcher, "--patchset", p)
+			}
+			wantPatcher = append(wantPatcher, wantOverlay(m.Overlay)...)
+			wantPatcher = append(append(wantPatcher, "--", "vllm", "serve"), serve...)
+			want = append(want, "-c")
+			wantVllm = append([]string{filepath.Join(bin, "vllm"), "serve"}, serve...)
 		} else {
 			wantPatcher = append(wantPatcher, "apply", "--on-failure", c.onFailure())
 			for _, p := range containerPaths {
@@ -532,4 +550,23 @@ func layerVariants() []layerCase {
 // layer, with a patcher that succeeds and one that fails.
 func TestLayers(t *testing.T) {
 	runLayers(t, layerVariants())
+}
+
+// wantShm is the shared-memory word the Docker forms add before the extra
+// docker run words: --shm-size=1g, unless a word sets --shm-size or --ipc.
+func wantShm(extra []string) []string {
+	for _, w := range extra {
+		if w == "--ipc" || w == "--shm-size" || strings.HasPrefix(w, "--ipc=") || strings.HasPrefix(w, "--shm-size=") {
+			return nil
+		}
+	}
+	return []string{"--shm-size=1g"}
+}
+
+// wantOverlay is the patcher's --overlay option, if the model has one.
+func wantOverlay(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	return []string{"--overlay", dir}
 }

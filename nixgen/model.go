@@ -40,7 +40,7 @@ type ModelOptions struct {
 	Name            string            // the model's name in llama-swap, its ${MODEL_ID}
 	Image           string            // Docker image
 	ServeArgs       []Arg             // argv after vllm serve, or after the entrypoint
-	ExtraDockerArgs []string          // more docker run words
+	ExtraDockerArgs []string          // more docker run words; DefaultShm unless one sets --shm-size or --ipc
 	Env             map[string]string // container environment: -e NAME=VALUE
 	PassEnv         []string          // variables passed through from llama-swap's environment: -e NAME
 	Docker          string            // docker executable; "" means "docker"
@@ -49,6 +49,13 @@ type ModelOptions struct {
 	Publish         string            // docker run -p value; "" means DefaultPublish
 	Entrypoint      []string          // the image's entrypoint, run by vllm-timings exec
 	Venv            string            // host virtualenv holding bin/vllm: no Docker
+	// Overlay is a writable directory (in the container; on the host with
+	// Venv) where the patcher writes patched copies of vLLM's files and
+	// leaves vLLM's own alone: vllm-timings exec --overlay DIR, which runs
+	// vLLM with DIR first on PYTHONPATH. For a read-only root filesystem or
+	// a user that cannot write vLLM's files; in the bash -c form the
+	// patcher's statement becomes exec PATCHER exec ... -- vllm serve.
+	Overlay string
 }
 
 // Model is a llama-swap model entry.
@@ -66,6 +73,25 @@ const ContainerPort = 8000
 // DefaultPublish maps llama-swap's port on 127.0.0.1, where its proxy
 // connects, to vLLM's port in the container.
 var DefaultPublish = fmt.Sprintf("127.0.0.1:${PORT}:%d", ContainerPort)
+
+// DefaultShm is the docker run word the Docker forms add for vLLM's shared
+// memory: Docker gives a container 64 MiB of /dev/shm, and vLLM refuses to
+// start with that little ("Insufficient space in /dev/shm"). An
+// ExtraDockerArgs word that sets it (--shm-size or --ipc, such as
+// --ipc=host as vLLM's own docs run it) replaces the default.
+const DefaultShm = "--shm-size=1g"
+
+// setsShm says whether docker run words set the shared memory themselves.
+func setsShm(words []string) bool {
+	for _, w := range words {
+		for _, flag := range []string{"--shm-size", "--ipc"} {
+			if w == flag || strings.HasPrefix(w, flag+"=") {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // form is how the model runs.
 type form int
@@ -126,6 +152,12 @@ func NewModel(o Options, m ModelOptions) (Model, error) {
 	if err := checkForm(o, m); err != nil {
 		return Model{}, err
 	}
+	if m.Overlay != "" {
+		// ":" would split PYTHONPATH, in the container and on the host.
+		if err := checkPath("--overlay", m.Overlay); err != nil {
+			return Model{}, err
+		}
+	}
 	var model Model
 	var err error
 	if m.form() == formVenv {
@@ -180,7 +212,11 @@ func (b *model) docker() (Model, error) {
 		lines = append(lines, "-e "+w)
 	}
 	var extra []string
-	for _, a := range m.ExtraDockerArgs {
+	words := m.ExtraDockerArgs
+	if !setsShm(words) {
+		words = append([]string{DefaultShm}, words...)
+	}
+	for _, a := range words {
 		w, err := b.word("--docker-arg", a)
 		if err != nil {
 			return Model{}, err
@@ -203,13 +239,26 @@ func (b *model) docker() (Model, error) {
 		if err != nil {
 			return Model{}, err
 		}
-		words, err := b.execWords(o.execArgs(o.Mounts()[1:], ""), "--entrypoint", m.Entrypoint)
+		words, err := b.execWords(o.execArgs(o.Mounts()[1:], m.Overlay, ""), "--entrypoint", m.Entrypoint)
 		if err != nil {
 			return Model{}, err
 		}
 		lines = append(lines, "--entrypoint "+mount, image, strings.Join(words, " "))
 	} else {
-		script, err := b.script(f.CmdPrefix)
+		prefix := f.CmdPrefix + " exec vllm serve"
+		if m.Overlay != "" {
+			// exec puts the overlay first on PYTHONPATH for vllm serve.
+			var words []string
+			for _, a := range append(append([]string{o.Mount}, o.execArgs(o.Mounts()[1:], m.Overlay, "")...), "vllm", "serve") {
+				q, err := shQuote("--overlay", a)
+				if err != nil {
+					return Model{}, err
+				}
+				words = append(words, q)
+			}
+			prefix = "exec " + llamaDQ(strings.Join(words, " "))
+		}
+		script, err := b.script(prefix)
 		if err != nil {
 			return Model{}, err
 		}
@@ -221,8 +270,9 @@ func (b *model) docker() (Model, error) {
 	}, nil
 }
 
-// script is the bash -c source: the before statements, the patcher and exec
-// vllm serve, escaped for llama-swap's double quotes.
+// script is the bash -c source: the before statements, then prefix (the
+// patcher and exec vllm serve, escaped for llama-swap's double quotes), then
+// the serve arguments.
 func (b *model) script(prefix string) (string, error) {
 	var s strings.Builder
 	for i, st := range b.m.Before {
@@ -235,7 +285,7 @@ func (b *model) script(prefix string) (string, error) {
 		}
 		s.WriteString(llamaDQ(st) + "; ")
 	}
-	s.WriteString(prefix + " exec vllm serve")
+	s.WriteString(prefix)
 	for i, a := range b.m.ServeArgs {
 		w, err := b.serveWord(i, a, true)
 		if err != nil {
@@ -314,7 +364,7 @@ func (b *model) venv() (Model, error) {
 	for _, p := range o.Patchsets {
 		patchsets = append(patchsets, Mount{Host: p, Container: p})
 	}
-	own := append([]string{o.Binary}, o.execArgs(patchsets, vllm)...)
+	own := append([]string{o.Binary}, o.execArgs(patchsets, m.Overlay, vllm)...)
 	words, err := b.execWords(own, "--venv", []string{vllm, "serve"})
 	if err != nil {
 		return Model{}, err

@@ -69,13 +69,16 @@ func (o Options) ApplyArgs() []string {
 }
 
 // execArgs is the argv of vllm-timings exec after its path, up to and
-// including "--": the patch sets at their paths where exec runs, and
-// --vllm-bin when vllmBin is not empty.
-func (o Options) execArgs(patchsets []Mount, vllmBin string) []string {
+// including "--": the patch sets at their paths where exec runs, --overlay
+// when overlay is not empty, and --vllm-bin when vllmBin is not empty.
+func (o Options) execArgs(patchsets []Mount, overlay, vllmBin string) []string {
 	o = o.withDefaults()
 	args := []string{"exec", "--on-failure", o.OnFailure}
 	for _, m := range patchsets {
 		args = append(args, "--patchset", m.Container)
+	}
+	if overlay != "" {
+		args = append(args, "--overlay", overlay)
 	}
 	if vllmBin != "" {
 		args = append(args, "--vllm-bin", vllmBin)

@@ -66,6 +66,7 @@ func (v variant) nixArgs() map[string]any {
 	set("docker", v.model.Docker)
 	set("publish", v.model.Publish)
 	set("venv", v.model.Venv)
+	set("overlay", v.model.Overlay)
 	if v.model.Entrypoint != nil {
 		model["entrypoint"] = v.model.Entrypoint
 	}
@@ -260,7 +261,17 @@ var parityVariants = []variant{
 		ServeArgs: Args("single", "it's", "${MODEL_ID}"), Publish: "0.0.0.0:${PORT}:9000"}},
 	{opts: Options{Binary: "/h/bin/vllm-timings", OnFailure: "abort", Patchsets: []string{"/p/x y.hcl"}}, model: ModelOptions{Name: "venv", Venv: "/opt/my venv",
 		ServeArgs: Args("Qwen/Qwen3-8B", "--port", "${PORT}", "it's")}},
+	{opts: Options{Binary: "/b", Patchsets: []string{"/p/x.hcl"}}, model: ModelOptions{Name: "overlay", Image: "img", Overlay: "/tmp/vllm-timings",
+		Before: []string{"set -e"}, ServeArgs: append(Args("m", "it's"), Raw("${A:+--a}")), ExtraDockerArgs: []string{"--read-only", "--user=65534:65534", "--tmpfs=/tmp", "--ipc", "host"}}},
+	{opts: Options{Binary: "/b", OnFailure: "abort"}, model: ModelOptions{Name: "overlay-entrypoint", Image: "img", Overlay: "/run/vt overlay",
+		Entrypoint: []string{"bash", "docker/entrypoint.sh"}, ServeArgs: Args("m")}},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "overlay-venv", Venv: "/v", Overlay: "/var/cache/vt",
+		ServeArgs: Args("--port", "${PORT}")}},
 	// Refused by both.
+	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", Overlay: "tmp/vt"}},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", Overlay: "/tmp/a:b"}},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Venv: "/v", Overlay: "/tmp/../vt", ServeArgs: Args("--port", "${PORT}")}},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Venv: "/v", Overlay: "/tmp/a:b", ServeArgs: Args("--port", "${PORT}")}},
 	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", ExtraDockerArgs: []string{"${${PORT}}"}}},
 	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", Env: map[string]string{"A": "${a${MODEL_ID}b}"}}},
 	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", Macros: map[string]string{"ctx": "a}"}, ServeArgs: Args("${${ctx}")}},

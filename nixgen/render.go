@@ -176,6 +176,9 @@ func (m ModelOptions) flags() []string {
 	for _, e := range m.Entrypoint {
 		argv = append(argv, "--entrypoint", e)
 	}
+	if m.Overlay != "" {
+		argv = append(argv, "--overlay", m.Overlay)
+	}
 	if m.Docker != "" && m.Docker != "docker" {
 		argv = append(argv, "--docker", m.Docker)
 	}

@@ -47,6 +47,10 @@ func checkPathFor(input, p string, docker bool) error {
 	if err := checkText(input, p); err != nil {
 		return err
 	}
+	if !strings.HasPrefix(p, "/") && input == "--overlay" {
+		return errorf(ExitPath, input, p, "is not an absolute path",
+			"The overlay is a writable directory where vLLM runs (in the container; with --venv, on this host); write its full path, for example /tmp/vllm-timings.")
+	}
 	if !strings.HasPrefix(p, "/") {
 		return errorf(ExitPath, input, p, "is not an absolute path",
 			"docker run -v needs absolute paths (a relative host path names a Docker volume instead); write the full path, for example %s.", path.Join("/", "path", "to", p))
@@ -56,6 +60,10 @@ func checkPathFor(input, p string, docker bool) error {
 	}
 	if c := path.Clean(p); c != p {
 		return errorf(ExitPath, input, p, "is not a clean path", "Write it as %s.", c)
+	}
+	if input == "--overlay" && strings.Contains(p, ":") {
+		return errorf(ExitColon, input, p, `contains ":"`,
+			"The overlay goes first on PYTHONPATH, where \":\" separates directories; use a path without \":\".")
 	}
 	if docker && strings.Contains(p, ":") {
 		return errorf(ExitColon, input, p, `contains ":"`,

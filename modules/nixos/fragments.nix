@@ -33,7 +33,9 @@
 #     before ? [ ];           # bash statements run in the container, in order and verbatim,
 #                             #   before the patcher ("set -e", "pip install xxhash -q", ...);
 #                             #   each gets its ";" (do not end one in ";")
-#     extraDockerArgs ? [ ];  # more `docker run` words, passed literally
+#     extraDockerArgs ? [ ];  # more `docker run` words, passed literally. "--shm-size=1g" comes
+#                             #   first (vLLM refuses Docker's 64 MiB /dev/shm) unless a word sets
+#                             #   --shm-size or --ipc itself, e.g. "--ipc=host"
 #     env ? { };              # container environment: NAME = "VALUE" becomes -e NAME=VALUE;
 #                             #   NAME = null becomes -e NAME (llama-swap's own value passes through)
 #     publish ? "127.0.0.1:\${PORT}:8000";  # the `docker run -p` mapping; must publish ${PORT}
@@ -46,6 +48,11 @@
 #     venv ? null;            # a host virtualenv holding bin/vllm: no Docker at all; the cmd is
 #                             #   `BINARY exec --vllm-bin VENV/bin/vllm -- VENV/bin/vllm serve SERVEARGS`,
 #                             #   and serveArgs must use ${PORT} (--port ${PORT}).
+#     overlay ? null;         # a writable directory (a tmpfs in the container; a host path with venv):
+#                             #   the patcher writes patched copies there and leaves vLLM's files
+#                             #   alone (`exec --overlay DIR`, DIR first on PYTHONPATH), for a
+#                             #   read-only root filesystem or a non-root user. In the bash -c form
+#                             #   the patcher's statement becomes `exec BINARY exec ... -- vllm serve`.
 #   }
 #   fragments.mkModel { same arguments as mkCmd, and any other attribute }
 #     # => { cmd; cmdStop (not with venv); proxy; checkEndpoint; macros (only when not empty); }
@@ -325,6 +332,7 @@ let
     "macros"
     "entrypoint"
     "venv"
+    "overlay"
   ];
   # A misspelt input would be passed through by mkModel and ignored by
   # llama-swap, so names that differ from an input only in case or a final
@@ -568,6 +576,7 @@ let
       macros = args.macros or { };
       entrypoint = args.entrypoint or null;
       venv = args.venv or null;
+      overlay = args.overlay or null;
 
       checkedMacros = checkMacros macros;
       # The macros words may use, with the values checkWord substitutes:
@@ -660,7 +669,18 @@ let
             "${checkEnvName name}=${checkWord known "noShell" "env.${name}" v}"
         )
       ) (attrNames (if isAttrs env then env else fail "env" (typeOf env) "must be an attribute set: the container's environment. (llama-swap's own env list can be added to mkModel's result with //.)"));
-      extra = map (word "extraDockerArgs") (list "extraDockerArgs" extraDockerArgs);
+      # vLLM refuses Docker's 64 MiB of /dev/shm: --shm-size=1g unless a
+      # word of extraDockerArgs sets --shm-size or --ipc itself.
+      extraList = list "extraDockerArgs" extraDockerArgs;
+      setsShm = builtins.any (
+        w:
+        isString w
+        && builtins.any (f: w == f || substring 0 (stringLength f + 1) w == f + "=") [
+          "--shm-size"
+          "--ipc"
+        ]
+      ) extraList;
+      extra = map (word "extraDockerArgs") ((if setsShm then [ ] else [ "--shm-size=1g" ]) ++ extraList);
       imageWord =
         if image == null || image == "" then
           fail "image" image "is missing; give the Docker image, for example vllm/vllm-openai:latest."
@@ -670,6 +690,9 @@ let
       statements = concatStringsSep "" (
         map (st: dq (checkStatement "before" (checkWord known "bash" "before" st)) + "; ") beforeList
       );
+      # The overlay directory: in the container, or on the host with venv;
+      # ":" would split PYTHONPATH in either.
+      overlayPath = if overlay == null then null else checkPath "overlay" overlay;
       execOwn =
         patchsetPaths: vllmBin:
         [
@@ -681,6 +704,15 @@ let
           "--patchset"
           p
         ]) patchsetPaths
+        ++ (
+          if overlayPath == null then
+            [ ]
+          else
+            [
+              "--overlay"
+              overlayPath
+            ]
+        )
         ++ (
           if vllmBin == null then
             [ ]
@@ -716,8 +748,26 @@ let
             (
               "-c \""
               + statements
-              + cmdPrefix
-              + " exec vllm serve"
+              + (
+                if overlayPath == null then
+                  cmdPrefix + " exec vllm serve"
+                else
+                  # exec puts the overlay first on PYTHONPATH for vllm serve.
+                  "exec "
+                  + dq (
+                    concatStringsSep " " (
+                      map shQuote (
+                        [ mount ]
+                        ++ execOwn (map (m: m.container) patchsetMounts) null
+                        ++ [
+                          "--"
+                          "vllm"
+                          "serve"
+                        ]
+                      )
+                    )
+                  )
+              )
               + concatStringsSep "" (map (a: " " + dq (serveBash a)) serveList)
               + "\""
             )

@@ -7,7 +7,7 @@
         -p 127.0.0.1:''${PORT}:8000 \
         -v /nix/store/0c4y1d8r4k7m2q9l6w3s5x1v8b7n2f0h-vllm-timings-0.1.0/bin/vllm-timings:/patches/vllm-timings:ro -v /etc/vllm-timings/extra.hcl:/patches/vllm-timings.d/1-extra.hcl:ro \
         -e 'MODEL=Qwen/Qwen3-8B' \
-        '--device=nvidia.com/gpu=all' \
+        '--shm-size=1g' '--device=nvidia.com/gpu=all' \
         --entrypoint /patches/vllm-timings \
         ghcr.io/example/qwen3-vllm:latest \
         exec --on-failure warn --patchset /patches/vllm-timings.d/1-extra.hcl -- bash docker/entrypoint.sh single

@@ -7,6 +7,7 @@
         -p 127.0.0.1:''${PORT}:8000 \
         -v "/home/o'brien/bin/vllm-timings:/patches/vllm-timings:ro" -v '/srv/patch sets/$HOME ''${x y}.hcl:/patches/vllm-timings.d/1-$HOME ''${x y}.hcl:ro' \
         -e "GREETING=it's \"quoted\" \\ \$HOME" \
+        '--shm-size=1g' \
         --entrypoint /bin/bash \
         registry.example/vllm:1 \
         -c "/patches/vllm-timings apply --on-failure abort --patchset '/patches/vllm-timings.d/1-$HOME ''${x y}.hcl' || exit $?; exec vllm serve ''' 'two words' 'back\\slash' \"it's\" '\"dq\"' '`date`' 'a;b|c&d' '#hash' '~user' 'glob*?[' \"'''\" 'café ☕' 'if' '--chat-template={% if x %}{{ y }}{% endif %}' \"--name=''${MODEL_ID}:''${PORT}\" \"it's ''${MODEL_ID}\" --raw"
