@@ -603,11 +603,7 @@ func chooseIn(part string, user, embedded []*spec.PatchSet, snap snapshot, m *Ma
 			sort.Strings(c.Stale)
 		}
 		c.Chosen = chosen
-		src := "embedded"
-		if !chosen.Set.Embedded {
-			src = chosen.Set.Source
-		}
-		c.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", chosen.Set.Name, src, chosen.Anchors)
+		c.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", chosen.Set.Name, chosen.Set.Origin(), chosen.Anchors)
 		if same := len(fit) - 1 - len(differ); same > 0 {
 			c.Why += fmt.Sprintf("; %d other %s with identical results", same, pluralWord(same, "set fits", "sets fit"))
 		}

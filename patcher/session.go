@@ -705,7 +705,7 @@ func (s *Session) Status() *StatusReport {
 		for _, f := range p.Files {
 			files = append(files, FileStatus{Path: f.Path, State: f.State, Edits: f.Edits})
 		}
-		r.Sets = append(r.Sets, SetStatus{Name: p.Set.Name, Part: part, Source: setSource(p.Set.Embedded, p.Set.Source), State: combinedState(files)})
+		r.Sets = append(r.Sets, SetStatus{Name: p.Set.Name, Part: part, Source: p.Set.Origin(), State: combinedState(files)})
 		addFiles(files)
 	}
 	addRecorded := func(rs *recordedSet) string {
@@ -750,13 +750,6 @@ func (s *Session) Status() *StatusReport {
 		r.Problems = s.legacyError("apply").Error()
 	}
 	return r
-}
-
-func setSource(embedded bool, source string) string {
-	if embedded {
-		return "embedded"
-	}
-	return source
 }
 
 func containsStr(xs []string, x string) bool {

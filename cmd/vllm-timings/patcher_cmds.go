@@ -506,11 +506,7 @@ func patchsetsRun(o *patchsetsOptions) error {
 		if i > 0 {
 			fmt.Fprintln(o.out)
 		}
-		origin := "embedded"
-		if !s.Embedded {
-			origin = s.Source
-		}
-		fmt.Fprintf(o.out, "%s (%s)\n", s.Name, origin)
+		fmt.Fprintf(o.out, "%s (%s)\n", s.Name, s.Origin())
 		if s.Part != spec.DefaultPart {
 			fmt.Fprintf(o.out, "  part: %s (%s)\n", s.Part, patcher.PartLabel(s.Part))
 		}

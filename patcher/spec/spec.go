@@ -38,6 +38,15 @@ type PatchSet struct {
 	Range       hcl.Range // the patchset block's header
 }
 
+// Origin is where the set came from as messages name it: "embedded", or
+// the .hcl file it was loaded from.
+func (p *PatchSet) Origin() string {
+	if p.Embedded {
+		return "embedded"
+	}
+	return p.Source
+}
+
 // File is one file a patch set creates or edits, relative to the directory
 // that holds the vllm package (so it starts with "vllm/").
 type File struct {
