@@ -154,7 +154,7 @@ func NewModel(o Options, m ModelOptions) (Model, error) {
 	}
 	if m.Overlay != "" {
 		// ":" would split PYTHONPATH, in the container and on the host.
-		if err := checkPath("--overlay", m.Overlay); err != nil {
+		if err := checkOverlayPath("--overlay", m.Overlay); err != nil {
 			return Model{}, err
 		}
 	}

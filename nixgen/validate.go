@@ -32,26 +32,40 @@ func checkText(input, s string) error {
 	return nil
 }
 
+// pathUse says who reads a path after llama-swap, for the checks and the
+// advice that depend on it.
+type pathUse int
+
+const (
+	useMount   pathUse = iota // a side of docker run -v, which splits HOST:CONTAINER:OPTIONS at ":"
+	useHost                   // a host path docker never sees, so ":" is fine in it
+	useOverlay                // vllm-timings exec --overlay: goes first on PYTHONPATH
+)
+
 // checkPath refuses host and container paths that docker run -v or llama-swap
 // would take differently from what was meant.
-func checkPath(input, p string) error { return checkPathFor(input, p, true) }
+func checkPath(input, p string) error { return checkPathFor(input, p, useMount) }
 
 // checkHostPath is checkPath for a path that docker run -v never sees, so
 // ":" is fine in it.
-func checkHostPath(input, p string) error { return checkPathFor(input, p, false) }
+func checkHostPath(input, p string) error { return checkPathFor(input, p, useHost) }
 
-func checkPathFor(input, p string, docker bool) error {
+// checkOverlayPath is checkPath for the overlay directory, which goes first
+// on PYTHONPATH, in the container or, with --venv, on the host.
+func checkOverlayPath(input, p string) error { return checkPathFor(input, p, useOverlay) }
+
+func checkPathFor(input, p string, use pathUse) error {
 	if p == "" {
 		return errorf(ExitPath, input, p, "is empty", "Give an absolute path.")
 	}
 	if err := checkText(input, p); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(p, "/") && input == "--overlay" {
-		return errorf(ExitPath, input, p, "is not an absolute path",
-			"The overlay is a writable directory where vLLM runs (in the container; with --venv, on this host); write its full path, for example /tmp/vllm-timings.")
-	}
 	if !strings.HasPrefix(p, "/") {
+		if use == useOverlay {
+			return errorf(ExitPath, input, p, "is not an absolute path",
+				"The overlay is a writable directory where vLLM runs (in the container; with --venv, on this host); write its full path, for example /tmp/vllm-timings.")
+		}
 		return errorf(ExitPath, input, p, "is not an absolute path",
 			"docker run -v needs absolute paths (a relative host path names a Docker volume instead); write the full path, for example %s.", path.Join("/", "path", "to", p))
 	}
@@ -61,13 +75,15 @@ func checkPathFor(input, p string, docker bool) error {
 	if c := path.Clean(p); c != p {
 		return errorf(ExitPath, input, p, "is not a clean path", "Write it as %s.", c)
 	}
-	if input == "--overlay" && strings.Contains(p, ":") {
-		return errorf(ExitColon, input, p, `contains ":"`,
-			"The overlay goes first on PYTHONPATH, where \":\" separates directories; use a path without \":\".")
-	}
-	if docker && strings.Contains(p, ":") {
-		return errorf(ExitColon, input, p, `contains ":"`,
-			"docker run -v uses it to separate HOST:CONTAINER:OPTIONS; rename the file or use a path without \":\".")
+	if strings.Contains(p, ":") {
+		switch use {
+		case useOverlay:
+			return errorf(ExitColon, input, p, `contains ":"`,
+				"The overlay goes first on PYTHONPATH, where \":\" separates directories; use a path without \":\".")
+		case useMount:
+			return errorf(ExitColon, input, p, `contains ":"`,
+				"docker run -v uses it to separate HOST:CONTAINER:OPTIONS; rename the file or use a path without \":\".")
+		}
 	}
 	if m := macroRef.FindString(p); m != "" {
 		return errorf(ExitMacroInPath, input, p, "contains "+m,
