@@ -87,8 +87,13 @@ _CLOCK_LOG = os.environ.get("VLLM_TIMINGS_CLOCK_LOG") or None
 _RATE_SOURCES = ("time_to_first_token_ms", "mean_itl_ms")
 
 
+_INF = float("inf")
+
+
 def _count(value):
     """A token count as a non-negative int; None for anything else."""
+    if type(value) is int:
+        return value if value >= 0 else None
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value if value >= 0 else None
@@ -139,6 +144,22 @@ def _spans_ms(many):
     if not (math.isfinite(prompt_ms) and math.isfinite(predicted_ms)):
         return 0.0, 0.0
     return max(prompt_ms, 0.0), max(predicted_ms, 0.0)
+
+
+def _span_ms(stats):
+    """_spans_ms of one request's stats, without building lists where its
+    three stamps are ordinary (floats, 0 < scheduled <= first <= last):
+    the same arithmetic, so the same values to the last bit."""
+    first = getattr(stats, "first_token_ts", None)
+    scheduled = getattr(stats, "scheduled_ts", None)
+    last = getattr(stats, "last_token_ts", None)
+    if type(first) is float and type(scheduled) is float and type(last) is float \
+            and 0.0 < scheduled <= first <= last < _INF:
+        prompt = first - scheduled
+        prompt_ms, predicted_ms = prompt * 1000.0, ((last - scheduled) - prompt) * 1000.0
+        if prompt_ms < _INF and predicted_ms < _INF:
+            return prompt_ms, predicted_ms
+    return _spans_ms((stats,))
 
 
 def _rates(n, ms):
@@ -207,10 +228,15 @@ def _draft_fields(drafts):
 
 
 def _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts):
-    many = stats if isinstance(stats, (list, tuple)) else [stats]
-    many = [s for s in many if s is not None]
-    if not many:
+    if isinstance(stats, (list, tuple)):
+        many = [s for s in stats if s is not None]
+        if not many:
+            return None
+        one = many[0] if len(many) == 1 else None
+    elif stats is None:
         return None
+    else:
+        many, one = None, stats
     predicted = _count(predicted_tokens)
     if not predicted:
         return None
@@ -218,7 +244,7 @@ def _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts):
     cached = min(_count(cached_tokens) or 0, prompt)
 
     prompt_n = prompt - cached
-    prompt_ms, predicted_ms = _spans_ms(many)
+    prompt_ms, predicted_ms = _span_ms(one) if one is not None else _spans_ms(many)
     prompt_per_token, prompt_per_second = _rates(prompt_n, prompt_ms)
     predicted_per_token, predicted_per_second = _rates(predicted, predicted_ms)
     timings = {
@@ -232,10 +258,55 @@ def _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts):
         "predicted_per_second": predicted_per_second,
         "cache_n": cached,
     }
-    draft_fields = _draft_fields(drafts)
-    if draft_fields is not None:
-        timings.update(draft_fields)
+    if drafts is not None:
+        draft_fields = _draft_fields(drafts)
+        if draft_fields is not None:
+            timings.update(draft_fields)
     return timings
+
+
+# Per class, whether its instances take timings straight into pydantic's
+# extra fields (see _set_timings).
+_DIRECT = {}
+
+
+def _writes_extra(cls):
+    """Whether cls is a pydantic v2 model on which setting ``timings``
+    would only store it as an extra field: extra fields allowed, no
+    assignment validation, no field, property or other class attribute of
+    that name, and BaseModel's own __setattr__."""
+    config = getattr(cls, "model_config", None)
+    fields = getattr(cls, "__pydantic_fields__", None)  # pydantic 2.10 on
+    if not isinstance(fields, dict):
+        fields = getattr(cls, "model_fields", None)
+    base = next((b for b in cls.__mro__ if b.__name__ == "BaseModel" and b.__module__ == "pydantic.main"), None)
+    return (isinstance(config, dict) and config.get("extra") == "allow" and not config.get("validate_assignment")
+            and isinstance(fields, dict) and "timings" not in fields
+            and base is not None and cls.__setattr__ is base.__setattr__
+            and not any("timings" in vars(b) for b in cls.__mro__))
+
+
+def _set_timings(obj, timings):
+    """obj.timings = timings. On vLLM's response models (pydantic, extra
+    fields allowed) it is stored as pydantic's __setattr__ stores an extra
+    field, in __pydantic_extra__ with its name in the fields set, without
+    going through __setattr__: for a name the class lacks, that first looks
+    it up on the class, and pydantic's metaclass answers the miss by
+    raising an AttributeError, which cost more than the timings
+    themselves."""
+    cls = type(obj)
+    direct = _DIRECT.get(cls)
+    if direct is None:
+        _DIRECT[cls] = False  # should the check raise, the plain way from then on
+        direct = _DIRECT[cls] = _writes_extra(cls)
+    if direct:
+        extra = obj.__pydantic_extra__
+        fields_set = obj.__pydantic_fields_set__
+        if type(extra) is dict and type(fields_set) is set:
+            extra["timings"] = timings
+            fields_set.add("timings")
+            return
+    obj.timings = timings
 
 
 def _stats_of(output):
@@ -283,7 +354,7 @@ def _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, dra
         return
     # vLLM's OpenAIBaseModel allows extra fields, so this adds "timings" to
     # the serialized response without changing its schema.
-    response.timings = timings
+    _set_timings(response, timings)
     metrics = getattr(response, "metrics", None)
     if metrics is not None:
         for name in _RATE_SOURCES:
@@ -693,7 +764,7 @@ def _with_timings(obj, timings):
     if not isinstance(config, dict):
         return obj
     if config.get("extra") == "allow":
-        obj.timings = timings
+        _set_timings(obj, timings)
         return obj
     sub = _EXTRA_CLASSES.get(cls)
     if sub is None:
@@ -709,7 +780,7 @@ def _with_timings(obj, timings):
     private = getattr(obj, "__pydantic_private__", None)
     if private:
         object.__setattr__(new, "__pydantic_private__", dict(private))
-    new.timings = timings
+    _set_timings(new, timings)
     return new
 
 

@@ -9,8 +9,14 @@ import importlib.util
 import json
 import math
 import os
+import random
 import unittest
 from types import SimpleNamespace
+
+try:
+    import pydantic
+except ImportError:  # the pydantic tests skip
+    pydantic = None
 
 _spec = importlib.util.spec_from_file_location(
     "_llamacpp_timings", os.environ["LLAMACPP_TIMINGS"]
@@ -766,6 +772,117 @@ class Structure(unittest.TestCase):
         used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         unused = {d for d in defined if d.startswith("_") and not d.startswith("__") and d not in used}
         self.assertEqual(unused, set())
+
+
+class OneSpan(unittest.TestCase):
+    """_span_ms, the shortcut for one request, against the general rule."""
+
+    def test_same_values_to_the_bit(self):
+        rnd = random.Random(7)
+        odd = [0.0, -1.0, float("nan"), float("inf"), None, True, 3, "1.0", 1e308]
+        for _ in range(5000):
+            if rnd.random() < 0.5:  # stamps close together: the subtractions are exact
+                a = 1000.0 + rnd.random() * 1e6
+                values = [a, a + rnd.random() * 10, a + rnd.random() * 100]
+            else:  # far apart: they round, and the order of operations shows
+                values = sorted(10 ** rnd.uniform(-3, 9) for _ in range(3))
+            if rnd.random() < 0.3:
+                rnd.shuffle(values)
+            if rnd.random() < 0.2:
+                values[rnd.randrange(3)] = rnd.choice(odd)
+            s = stats(*values)
+            with self.subTest(values=values):
+                self.assertEqual(lt._span_ms(s), lt._spans_ms([s]))
+
+    def test_overflow_goes_the_general_way(self):
+        s = stats(1e-300, 1e-300, 1.7e308)
+        self.assertEqual(lt._span_ms(s), lt._spans_ms([s]))
+
+
+@unittest.skipIf(pydantic is None, "pydantic is not installed")
+class PydanticExtra(unittest.TestCase):
+    """_set_timings stores timings on vLLM-like pydantic models exactly as
+    pydantic's own __setattr__ does, and takes the plain way wherever the
+    model is not a plain extra-allowing one."""
+
+    def setUp(self):
+        from pydantic import BaseModel, ConfigDict
+
+        class Base(BaseModel):  # vLLM's OpenAIBaseModel
+            model_config = ConfigDict(extra="allow")
+
+        class Response(Base):
+            id: str = "x"
+            usage: dict = {}
+            metrics: object = None
+
+        self.Base, self.Response, self.BaseModel, self.ConfigDict = Base, Response, BaseModel, ConfigDict
+
+    def assert_same_as_setattr(self, make):
+        t = lt.build_timings(stats(), 10, 2, 5)
+        ours, theirs = make(), make()
+        lt._set_timings(ours, t)
+        theirs.timings = t
+        self.assertEqual(ours.model_dump_json(), theirs.model_dump_json())
+        self.assertEqual(ours.model_dump_json(exclude_unset=True), theirs.model_dump_json(exclude_unset=True))
+        self.assertEqual(ours.model_fields_set, theirs.model_fields_set)
+        self.assertEqual(ours.model_extra, theirs.model_extra)
+        self.assertEqual(ours.timings, t)
+        return ours
+
+    def test_plain_model_takes_the_direct_way(self):
+        r = self.assert_same_as_setattr(lambda: self.Response(id="a"))
+        self.assertIs(lt._DIRECT[self.Response], True)
+        self.assertIn('"timings":{"prompt_n":8', r.model_dump_json())
+
+    def test_attach_output_on_a_model(self):
+        out = SimpleNamespace(metrics=stats(), num_cached_tokens=2, outputs=[])
+        r = self.Response(usage={})
+        r.usage = SimpleNamespace(prompt_tokens=10, completion_tokens=5)
+        lt.attach_output(r, out)
+        self.assertEqual(r.timings["prompt_n"], 8)
+
+    def test_models_that_take_the_plain_way(self):
+        BaseModel, ConfigDict = self.BaseModel, self.ConfigDict
+
+        class Field(self.Base):
+            timings: dict = {}
+
+        class Validated(self.Base):
+            model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+        class Prop(self.Base):
+            @property
+            def timings(self):
+                return "kept"
+
+            @timings.setter
+            def timings(self, value):
+                object.__setattr__(self, "_seen", value)
+
+        class Custom(self.Base):
+            def __setattr__(self, name, value):
+                super().__setattr__(name, value)
+
+        for cls in (Field, Validated, Custom):
+            with self.subTest(cls=cls.__name__):
+                self.assert_same_as_setattr(cls)
+                self.assertIs(lt._DIRECT[cls], False)
+        p = Prop()
+        lt._set_timings(p, {"a": 1})
+        self.assertIs(lt._DIRECT[Prop], False)
+        self.assertEqual(p.timings, "kept")
+        self.assertEqual(p._seen, {"a": 1})
+
+        class Ignored(BaseModel):  # extra fields refused: no timings, pydantic's error
+            x: int = 0
+
+        with self.assertRaises(ValueError):
+            lt._set_timings(Ignored(), {})
+        self.assertIs(lt._DIRECT[Ignored], False)
+        r = Ignored()
+        lt.attach(r, stats(), 0, 10, 5)  # an entry point: never raises
+        self.assertNotIn("timings", r.model_dump_json())
 
 
 if __name__ == "__main__":
