@@ -92,9 +92,7 @@ _INF = float("inf")
 
 def _count(value):
     """A token count as a non-negative int; None for anything else."""
-    if type(value) is int:
-        return value if value >= 0 else None
-    if isinstance(value, bool) or not isinstance(value, int):
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
         return None
     return value if value >= 0 else None
 
@@ -111,13 +109,32 @@ def _stamp(stats, name):
 
 
 def _spans_ms(many):
-    """(prompt_ms, predicted_ms) of one or more requests' stats.
+    """(prompt_ms, predicted_ms) of one or more requests' stats (a list).
 
     A request without a first token contributes nothing. An unknown or
     later scheduled_ts counts as first_token_ts (no prompt time is known),
     an unknown or earlier last_token_ts as first_token_ts (no generation
-    time is known).
+    time is known). One request with ordinary stamps (floats, 0 <
+    scheduled <= first <= last), every full response and stream of one
+    choice, skips the interval lists: the same arithmetic, so the same
+    values to the last bit.
     """
+    if len(many) == 1:
+        s = many[0]
+        first = getattr(s, "first_token_ts", None)
+        scheduled = getattr(s, "scheduled_ts", None)
+        last = getattr(s, "last_token_ts", None)
+        if type(first) is float and type(scheduled) is float and type(last) is float \
+                and 0.0 < scheduled <= first <= last < _INF:
+            prompt = first - scheduled
+            prompt_ms, predicted_ms = prompt * 1000.0, ((last - scheduled) - prompt) * 1000.0
+            if prompt_ms < _INF and predicted_ms < _INF:
+                return prompt_ms, predicted_ms
+    return _union_spans_ms(many)
+
+
+def _union_spans_ms(many):
+    """_spans_ms by the general rule: the union of the prompt intervals."""
     intervals, ends = [], []
     for s in many:
         first = _stamp(s, "first_token_ts")
@@ -144,22 +161,6 @@ def _spans_ms(many):
     if not (math.isfinite(prompt_ms) and math.isfinite(predicted_ms)):
         return 0.0, 0.0
     return max(prompt_ms, 0.0), max(predicted_ms, 0.0)
-
-
-def _span_ms(stats):
-    """_spans_ms of one request's stats, without building lists where its
-    three stamps are ordinary (floats, 0 < scheduled <= first <= last):
-    the same arithmetic, so the same values to the last bit."""
-    first = getattr(stats, "first_token_ts", None)
-    scheduled = getattr(stats, "scheduled_ts", None)
-    last = getattr(stats, "last_token_ts", None)
-    if type(first) is float and type(scheduled) is float and type(last) is float \
-            and 0.0 < scheduled <= first <= last < _INF:
-        prompt = first - scheduled
-        prompt_ms, predicted_ms = prompt * 1000.0, ((last - scheduled) - prompt) * 1000.0
-        if prompt_ms < _INF and predicted_ms < _INF:
-            return prompt_ms, predicted_ms
-    return _spans_ms((stats,))
 
 
 def _rates(n, ms):
@@ -228,15 +229,10 @@ def _draft_fields(drafts):
 
 
 def _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts):
-    if isinstance(stats, (list, tuple)):
-        many = [s for s in stats if s is not None]
-        if not many:
-            return None
-        one = many[0] if len(many) == 1 else None
-    elif stats is None:
+    many = stats if isinstance(stats, (list, tuple)) else [stats]
+    many = [s for s in many if s is not None]
+    if not many:
         return None
-    else:
-        many, one = None, stats
     predicted = _count(predicted_tokens)
     if not predicted:
         return None
@@ -244,7 +240,7 @@ def _timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts):
     cached = min(_count(cached_tokens) or 0, prompt)
 
     prompt_n = prompt - cached
-    prompt_ms, predicted_ms = _span_ms(one) if one is not None else _spans_ms(many)
+    prompt_ms, predicted_ms = _spans_ms(many)
     prompt_per_token, prompt_per_second = _rates(prompt_n, prompt_ms)
     predicted_per_token, predicted_per_second = _rates(predicted, predicted_ms)
     timings = {
