@@ -14,6 +14,11 @@ variant loads the patched serving module and vllm/_llamacpp_timings.py from
 PATCHED_SITE beside it (as bench_serving.py does); the unpatched variant
 loads ORIG_SITE's serving module the same way. Prints the lines
 (chunks) sent, as a check that both variants did the same work.
+
+The patched variant must send timings and the unpatched one must not;
+BENCH_NOCHECK=1 drops that check, to count a hand-edited PATCHED_SITE
+whose calls do nothing (how docs/figures.md splits the cost between
+the per-chunk call, observe and attach).
 """
 
 import asyncio
