@@ -1,0 +1,1 @@
+DEFAULT_PLUGINS_GROUP = 'vllm.general_plugins'
