@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
@@ -35,7 +36,7 @@ func applyOnce(b *testing.B, site string) []string {
 	parses.Lock()
 	parses.m = nil
 	parses.Unlock()
-	s, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}, Lock: true, Python: "-"})
+	s, err := Open(Options{Find: find.Options{Dir: filepath.Join(site, "vllm")}, Lock: true, Python: "-"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func BenchmarkApplyUnpatched(b *testing.B) {
 		if out := applyOnce(b, site); len(out) == 0 {
 			b.Fatal("apply wrote nothing")
 		}
-		s, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}, Lock: true, Python: "-"})
+		s, err := Open(Options{Find: find.Options{Dir: filepath.Join(site, "vllm")}, Lock: true, Python: "-"})
 		if err != nil {
 			b.Fatal(err)
 		}

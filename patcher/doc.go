@@ -1,14 +1,32 @@
 // Package patcher adds llama.cpp-style timings to an installed vLLM by
 // editing its Python source from declarative patch sets.
 //
+// # Packages
+//
+// The patcher is split along the data's path, and each package imports
+// only packages listed before it:
+//
+//   - exit: the one error shape (a code, a message, a hint) and the
+//     exit-code tables; codes: the patcher's exit codes;
+//   - pysrc: Python source as logical statements, and anchors located in
+//     it; spec: the patch set language, parsed into values;
+//     patchsets: the embedded sets, compiled in as values;
+//   - edit: edits as values, the marker comments, the older scripts'
+//     edits; find: where vLLM is installed; compile: the check that the
+//     planned Python compiles; write: the all-or-nothing write, its
+//     journal and the lock;
+//   - patcher (this package): the library of sets, the snapshot, planning
+//     and choosing a set per part, the manifest, the Session that applies,
+//     reverts and diffs, status, the overlay and the doctor.
+//
 // # Model
 //
 // A run is three steps, and only the last one writes:
 //
-//  1. Find the vllm package (find.go) the way the server will run it:
+//  1. Find the vllm package (package find) the way the server will run it:
 //     --vllm-dir, $VLLM_DIR, then the vllm program (--vllm-bin, or the one
 //     on PATH) followed through its #! line to its interpreter's
-//     site-packages (vllmbin.go), then $VIRTUAL_ENV, $CONDA_PREFIX,
+//     site-packages (find/vllmbin.go), then $VIRTUAL_ENV, $CONDA_PREFIX,
 //     well-known install paths (Docker images, /opt/venv, /opt/conda), then
 //     python3's importlib.util.find_spec, which locates the package
 //     without importing it (importing vllm loads torch and costs seconds).
@@ -26,9 +44,9 @@
 //     Selection is by shape, so a nightly with a version string no table
 //     lists still gets the right set.
 //  3. Write (Session.Apply, Session.Revert): all files or none. Runs that
-//     may write hold an flock on vllm/.vllm-timings.lock (lock.go) from
-//     before they read the tree. The planned Python is compiled first
-//     (compile.go). Then commit (commit.go) stages every new content and
+//     may write hold an flock on vllm/.vllm-timings.lock (write/lock.go)
+//     from before they read the tree. The planned Python is compiled
+//     first (package compile). Then write.Commit stages every new content and
 //     every original as fsynced temporary files, renames the manifest
 //     vllm/.vllm-timings.json saying "applying" into place (manifest.go:
 //     the record of the applied sets and the run's journal), renames the
@@ -39,7 +57,7 @@
 //     interrupted run leaves whole files and a journal; the next run
 //     finishes it. Trees the older patch_timings scripts edited are
 //     refused unless TakeOver, which removes their edits exactly
-//     (legacy.go).
+//     (edit/legacy.go).
 //     Or, for a read-only install, into an overlay directory instead
 //     (Session.ApplyOverlay, overlay.go): the same plan's new contents,
 //     compiled first as well, as patched copies, plus a sitecustomize.py
@@ -186,9 +204,10 @@
 // statements, and writes the closest set as a skeleton to adapt
 // (Session.Diagnose, Diagnosis.Skeleton).
 //
-// No run parses the embedded HCL: patchsets_gen.go holds the sets as Go
-// values, generated from patchsets/*.hcl (go generate ./patcher), and
-// TestEmbeddedSetsGenerated fails while the two differ. The sets repeat
+// No run parses the embedded HCL: patchsets/sets_gen.go holds the sets as
+// Go values, generated from patchsets/*.hcl (go generate
+// ./patcher/patchsets), and a test of patchsets/internal/gensets fails
+// while the two differ. The sets repeat
 // each other on purpose; testdata/golden/patchset-neighbours.diff pins
 // what differs between neighbours (TestPatchSetNeighbours).
 package patcher

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
@@ -414,7 +415,7 @@ func TestPartialFit(t *testing.T) {
 	before := hash(t, site)
 	unpatchedResponses := readFile(t, filepath.Join(site, responsesServing))
 
-	strict, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}, AllParts: true})
+	strict, err := Open(Options{Find: find.Options{Dir: filepath.Join(site, "vllm")}, AllParts: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 )
 
 // TestFailuresChangeNothing covers every way apply can refuse: each gives
@@ -89,7 +90,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 			tt.setup(t, site)
 			before := hash(t, site)
 			var err error
-			s, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}})
+			s, err := Open(Options{Find: find.Options{Dir: filepath.Join(site, "vllm")}})
 			if err == nil {
 				_, err = s.Apply()
 			}

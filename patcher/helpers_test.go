@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
@@ -43,7 +44,7 @@ func hash(t testing.TB, dir string) string {
 
 func open(t testing.TB, site string, patchsets ...string) *Session {
 	t.Helper()
-	s, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}, PatchSets: patchsets})
+	s, err := Open(Options{Find: find.Options{Dir: filepath.Join(site, "vllm")}, PatchSets: patchsets})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

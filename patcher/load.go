@@ -10,12 +10,12 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 	"github.com/vllm-timings/vllm-timings/patcher/patchsets"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
@@ -35,17 +35,15 @@ func (l *Library) All() []*spec.PatchSet {
 }
 
 // LoadLibrary returns the embedded patch sets (parsed at build time, see
-// patchsets_gen.go) and parses the user's files. A user set with the name
+// package patchsets) and parses the user's files. A user set with the name
 // of an embedded one replaces it.
-//
-//go:generate go test -run TestEmbeddedSetsGenerated -update
 func LoadLibrary(userFiles []string) (*Library, error) {
 	lib := &Library{sources: map[string][]byte{}}
 	var diags hcl.Diagnostics
-	// The embedded sets were parsed when patchsets_gen.go was generated;
+	// The embedded sets were parsed when patchsets/sets_gen.go was generated;
 	// their HCL is read (l.source) only to render diagnostics, for Source
 	// and for skeletons, never on a run that goes well.
-	lib.Embedded = embeddedSets()
+	lib.Embedded = patchsets.Embedded()
 	for _, file := range userFiles {
 		src, err := readPatchSetFile(file)
 		if err != nil {
@@ -73,42 +71,6 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 	return lib, nil
 }
 
-// asset is the content of an embedded asset as a create attribute holds
-// it: builtin("name") in patchsets_gen.go.
-func asset(name string) *string {
-	assetsMu.Lock()
-	defer assetsMu.Unlock()
-	if s, ok := assets[name]; ok {
-		return &s // the same bytes, a pointer of the caller's own
-	}
-	b, err := fs.ReadFile(patchsets.FS, name)
-	if err != nil {
-		panic("patchsets_gen.go names a missing asset: " + err.Error())
-	}
-	s := assetContent(b)
-	assets[name] = *s
-	return s
-}
-
-// assets holds each embedded asset's content once: every set creates the
-// same vllm/_llamacpp_timings.py, and copying it for each of them was a
-// tenth of a patched run's allocations.
-var (
-	assetsMu sync.Mutex
-	assets   = map[string]string{}
-)
-
-// assetContent is b ending in a newline, as spec.Parse stores a create.
-func assetContent(b []byte) *string {
-	s := string(b)
-	if !strings.HasSuffix(s, "\n") {
-		s += "\n"
-	}
-	return &s
-}
-
-func ptr(s string) *string { return &s }
-
 // MaxPatchSetSize is the largest --patchset file read: the embedded sets
 // are a few KiB, and a limit keeps a wrong path (a device, a log) from
 // filling memory.
@@ -120,7 +82,7 @@ const MaxPatchSetSize = 1 << 20
 func readPatchSetFile(file string) ([]byte, error) {
 	pos := "--patchset " + file
 	notRegular := func(m fs.FileMode) error {
-		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: "not a regular file (" + describeMode(m) + ")", Hint: "Pass the .hcl file itself."}
+		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: "not a regular file (" + find.DescribeMode(m) + ")", Hint: "Pass the .hcl file itself."}
 	}
 	cannotRead := func(err error) error {
 		return &exit.Error{Code: ExitSpec, Msg: fmt.Sprintf("cannot read patch set %s: %v", file, err), Hint: "Check the --patchset path (inside a container, it must be mounted).", Err: err}
@@ -156,23 +118,6 @@ func readPatchSetFile(file string) ([]byte, error) {
 		return nil, tooBig(int64(len(b)))
 	}
 	return b, nil
-}
-
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	default:
-		return "mode " + m.String()
-	}
 }
 
 // maxDiagnostics is how many diagnostics render shows; the rest are

@@ -28,8 +28,8 @@ const neighboursGolden = "testdata/golden/patchset-neighbours.diff"
 func TestPatchSetNeighbours(t *testing.T) {
 	byPart := map[string][]*spec.PatchSet{}
 	var parts []string
-	text := map[string]string{} // set name → its block's HCL
-	for _, s := range parseEmbedded(t) {
+	text := map[string]string{}              // set name → its block's HCL
+	for _, s := range patchsets.Embedded() { // equal to parsing the .hcl (gensets' TestGenerated)
 		file := strings.TrimPrefix(s.Source, "embedded:")
 		src, err := fs.ReadFile(patchsets.FS, file)
 		if err != nil {

@@ -14,7 +14,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vllm-timings/vllm-timings/patcher/edit"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/write"
 )
 
 // An overlay patches a vLLM that cannot be written (a read-only root
@@ -153,7 +155,7 @@ func (s *Session) ApplyOverlay(dir string) (*OverlayResult, error) {
 		// The plan starts from the files without the old scripts' edits,
 		// but the hook serves a copy only while the original is unchanged,
 		// and their edits in files no set writes would keep running.
-		return nil, &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), legacyTag),
+		return nil, &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), edit.LegacyTag),
 			Hint: "An overlay cannot take their edits over: run \"vllm-timings apply --take-over\" where the package is writable (in the image build, for example), or use an image without them. Nothing was changed."}
 	}
 	p, err := s.Plan()
@@ -171,13 +173,13 @@ func (s *Session) ApplyOverlay(dir string) (*OverlayResult, error) {
 	// The copies are what Python will run: the same compile check as in
 	// place, for the copies this run writes (one already in the overlay
 	// with these bytes was checked when it was written).
-	var check []change
+	var check []write.Change
 	for _, f := range p.Changes() {
 		cur, err := os.ReadFile(filepath.Join(abs, overlayFilesDir, filepath.FromSlash(f.Path)))
 		if err == nil && bytes.Equal(cur, f.New) {
 			continue
 		}
-		check = append(check, change{Rel: f.Path, Old: f.Current, New: f.New, Exists: f.Exists})
+		check = append(check, write.Change{Rel: f.Path, Old: f.Current, New: f.New, Exists: f.Exists})
 	}
 	if err := s.checkCompiles(check); err != nil {
 		return nil, err
@@ -320,7 +322,7 @@ func writeOverlay(dir string, files map[string][]byte, old *overlayManifest) ([]
 		}
 		// Flushed before the rename, as the in-place path does, so that a
 		// crash leaves the old copy or the new one, never an empty file.
-		tmp, err := writeTemp(filepath.Dir(abs), files[rel], 0o644, -1, -1)
+		tmp, err := write.WriteTemp(filepath.Dir(abs), files[rel], 0o644, -1, -1)
 		if tmp != "" {
 			st = append(st, staged{rel, abs, tmp})
 		}
@@ -337,14 +339,14 @@ func writeOverlay(dir string, files map[string][]byte, old *overlayManifest) ([]
 			}
 			return lines, errorf(ExitOverlay, "overlay %s: writing %s failed: %v. Rerun apply --overlay, or revert --overlay to remove it.", dir, s.rel, err)
 		}
-		dropPycache(s.abs)
+		write.DropPycache(s.abs)
 		lines = append(lines, "wrote "+filepath.Join(dir, filepath.FromSlash(s.rel)))
 	}
 	synced := map[string]bool{}
 	for _, s := range st {
 		if d := filepath.Dir(s.abs); !synced[d] {
 			synced[d] = true
-			_ = syncDir(d) // the renames are done; a failed flush changes nothing now
+			_ = write.SyncDir(d) // the renames are done; a failed flush changes nothing now
 		}
 	}
 	if old != nil {
@@ -355,7 +357,7 @@ func writeOverlay(dir string, files map[string][]byte, old *overlayManifest) ([]
 			}
 			abs := filepath.Join(dir, filepath.FromSlash(rel))
 			if os.Remove(abs) == nil {
-				dropPycache(abs)
+				write.DropPycache(abs)
 				lines = append(lines, "removed "+abs)
 			}
 		}
@@ -393,7 +395,7 @@ func clearOverlay(dir string, dryRun bool) ([]string, error) {
 			if err := os.Remove(abs); err != nil {
 				return lines, overlayFSError(dir, err)
 			}
-			dropPycache(abs)
+			write.DropPycache(abs)
 		}
 	}
 	if !dryRun {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
@@ -159,7 +160,7 @@ func TestOverlayStale(t *testing.T) {
 		t.Errorf("no warning about the stale copy:\n%s", stderr)
 	}
 
-	s, err := Open(Options{Find: FindOptions{Dir: site}, Overlay: ov})
+	s, err := Open(Options{Find: find.Options{Dir: site}, Overlay: ov})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestOverlayStale(t *testing.T) {
 	if len(res.Written) != 3 { // the completion copy, hook and manifest
 		t.Errorf("rewrote %v", res.Written)
 	}
-	s, _ = Open(Options{Find: FindOptions{Dir: site}, Overlay: ov})
+	s, _ = Open(Options{Find: find.Options{Dir: site}, Overlay: ov})
 	if r := s.Status(); r.State != Patched {
 		t.Errorf("after apply --overlay: %s", r.State)
 	}
@@ -194,7 +195,7 @@ func TestOverlayLifecycle(t *testing.T) {
 	before := hash(t, site)
 	status := func() *StatusReport {
 		t.Helper()
-		s, err := Open(Options{Find: FindOptions{Dir: site}, Overlay: ov})
+		s, err := Open(Options{Find: find.Options{Dir: site}, Overlay: ov})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package patcher
 
 import (
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 
 	"bytes"
@@ -580,7 +581,7 @@ func checkTimings(t *testing.T, name string, tm map[string]any, usage any, draft
 func BenchmarkOpenFixture(b *testing.B) {
 	site := fixture(b, "openai-packages")
 	for b.Loop() {
-		if _, err := Open(Options{Find: FindOptions{Dir: filepath.Join(site, "vllm")}}); err != nil {
+		if _, err := Open(Options{Find: find.Options{Dir: filepath.Join(site, "vllm")}}); err != nil {
 			b.Fatal(err)
 		}
 	}

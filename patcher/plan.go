@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/vllm-timings/vllm-timings/patcher/edit"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/pysrc"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
@@ -199,14 +201,14 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 		fp.Mode = 0o644
 	}
 	if f.Create != nil {
-		fp.New = []byte(withHeader(*f.Create))
+		fp.New = []byte(edit.WithHeader(*f.Create))
 		switch {
 		case !st.Exists:
 			fp.State = Unpatched
-		case !owned(st.Data):
+		case !edit.Owned(st.Data):
 			p.refuseFile(&fp, f, "File exists and is not ours",
-				fmt.Sprintf("exists and was not written by vllm-timings (its first line is not %q); move it away if it is stale", ownedHeader),
-				fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, ownedHeader))
+				fmt.Sprintf("exists and was not written by vllm-timings (its first line is not %q); move it away if it is stale", edit.OwnedHeader),
+				fmt.Sprintf("%s exists but was not written by vllm-timings (its first line is not %q). Move it away if it is stale; vllm-timings will not overwrite it.", f.Path, edit.OwnedHeader))
 		case bytes.Equal(st.Data, fp.New):
 			fp.State = Patched
 			fp.Original = nil
@@ -241,7 +243,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 	src := parsed.src
 	// A file with CRLF line endings gets CRLF inserted lines.
 	crlf := usesCRLF(orig)
-	var edits []textEdit
+	var edits []edit.Edit
 	for i, e := range f.Edits {
 		res := &fp.anchors[i]
 		pt, err := src.Locate(e.Anchor)
@@ -258,11 +260,11 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 			res.Line = src.Stmts[pt.Stmt].Line
 		}
 		p.Anchors++
-		ins := insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)
+		ins := edit.Insertion(p.Set.Name+"/"+e.Name, pt.Indent, e.Code)
 		if crlf {
 			ins = strings.ReplaceAll(ins, "\n", "\r\n")
 		}
-		edits = append(edits, textEdit{Start: pt.Offset, End: pt.Offset, New: ins})
+		edits = append(edits, edit.Edit{Start: pt.Offset, End: pt.Offset, New: ins})
 	}
 	for i, q := range f.Requires {
 		res := &fp.anchors[len(f.Edits)+i]
@@ -276,7 +278,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 		p.Anchors++
 	}
 	fp.Edits = len(edits)
-	newData, err := applyEdits(orig, edits)
+	newData, err := edit.Apply(orig, edits)
 	if err != nil {
 		panic(fmt.Sprintf("planning %s: %v", f.Path, err)) // Locate returns line starts within the file
 	}
@@ -295,7 +297,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 }
 
 // parsedTarget is a target file's content with its marked blocks
-// removed (strip) and split into statements.
+// removed (edit.Strip) and split into statements.
 type parsedTarget struct {
 	orig       []byte
 	hadMarkers bool
@@ -326,7 +328,7 @@ func parseTarget(data []byte) *parsedTarget {
 		parses.m = map[string]*parsedTarget{}
 	}
 	p := &parsedTarget{}
-	p.orig, p.hadMarkers, p.err = strip(data)
+	p.orig, p.hadMarkers, p.err = edit.Strip(data)
 	if p.err == nil {
 		p.src = pysrc.Parse(p.orig)
 	}
@@ -534,7 +536,7 @@ func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection 
 	var stale []string
 	for _, c := range append([]*PartChoice{{Stale: sel.Stale}}, sel.Parts...) {
 		for _, f := range c.Stale {
-			if !used[f] && !containsStr(stale, f) {
+			if !used[f] && !slices.Contains(stale, f) {
 				stale = append(stale, f)
 			}
 		}
@@ -703,7 +705,7 @@ func chooseLayout(fit []*SetPlan, snap snapshot, m *Manifest, inst *Install) (*S
 	var marked []*SetPlan
 	for _, p := range fit {
 		for _, f := range p.Set.Files {
-			if st := snap[f.Path]; st.Exists && markerSets(st.Data)[p.Set.Name] {
+			if st := snap[f.Path]; st.Exists && edit.MarkerSets(st.Data)[p.Set.Name] {
 				marked = append(marked, p)
 				break
 			}
@@ -736,20 +738,6 @@ func editedFiles(set *spec.PatchSet) []string {
 	for _, f := range set.Files {
 		if f.Create == nil {
 			out = append(out, f.Path)
-		}
-	}
-	return out
-}
-
-// markerSets returns the names of the sets whose markers are in src.
-func markerSets(src []byte) map[string]bool {
-	out := map[string]bool{}
-	for _, line := range bytes.Split(src, []byte("\n")) {
-		t := strings.TrimSpace(string(line))
-		if id, ok := strings.CutPrefix(t, markerBegin+" "); ok {
-			if set, _, ok := strings.Cut(id, "/"); ok {
-				out[set] = true
-			}
 		}
 	}
 	return out

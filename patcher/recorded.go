@@ -3,6 +3,7 @@ package patcher
 import (
 	"fmt"
 
+	"github.com/vllm-timings/vllm-timings/patcher/edit"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
 
@@ -46,7 +47,7 @@ func (s *Session) recordedState(f ManifestFile) FileState {
 	case digest(st.Data) == f.SHA256:
 		return Patched
 	}
-	if _, had, err := strip(st.Data); err == nil && !had && !owned(st.Data) {
+	if _, had, err := edit.Strip(st.Data); err == nil && !had && !edit.Owned(st.Data) {
 		return Unpatched
 	}
 	return Modified

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/edit"
 )
 
 // TestStatusFromManifest: a tree patched with a user's set for the
@@ -63,7 +65,7 @@ func TestStatusFromManifest(t *testing.T) {
 	check("changed since", Modified, PartRecorded)
 
 	// vLLM reinstalled under the manifest: nothing of the set is left.
-	stripped, _, err := strip([]byte(orig))
+	stripped, _, err := edit.Strip([]byte(orig))
 	if err != nil {
 		t.Fatal(err)
 	}

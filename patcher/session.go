@@ -8,19 +8,24 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/vllm-timings/vllm-timings/patcher/compile"
+	"github.com/vllm-timings/vllm-timings/patcher/edit"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
+	"github.com/vllm-timings/vllm-timings/patcher/write"
 )
 
 // Options are what every command that touches vLLM shares.
 type Options struct {
-	Find      FindOptions
+	Find      find.Options
 	PatchSets []string // user patch set files, tried before the embedded ones
 	// Lock takes the tree's lock (vllm/.vllm-timings.lock) before reading
 	// it; commands that may write set it. Apply and Revert take it
@@ -72,7 +77,7 @@ type Session struct {
 	manifest  *Manifest
 	rawMan    []byte // the manifest's bytes, nil if none
 	leftovers []string
-	lock      *treeLock
+	lock      *write.Lock
 }
 
 // Open finds vLLM, loads the patch sets, takes the lock if asked, reads
@@ -83,13 +88,13 @@ func Open(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst, err := find(o.Find)
+	inst, err := find.Locate(o.Find)
 	if err != nil {
 		return nil, err
 	}
 	s := &Session{Install: inst, Library: lib, opts: o}
 	if o.Lock {
-		if s.lock, err = lockTree(inst.Dir, o.lockWait()); err != nil {
+		if s.lock, err = write.LockTree(inst.Dir, o.lockWait()); err != nil {
 			return nil, err
 		}
 	}
@@ -128,9 +133,9 @@ func (s *Session) read() error {
 	s.snap, s.clean, s.legacy, s.legacyErr = snap, snapshot{}, nil, nil
 	for rel, st := range snap {
 		s.clean[rel] = st
-		if st.Exists && hasLegacy(st.Data) {
+		if st.Exists && edit.HasLegacy(st.Data) {
 			s.legacy = append(s.legacy, rel)
-			out, _, err := removeLegacy(st.Data)
+			out, _, err := edit.RemoveLegacy(st.Data)
 			if err != nil {
 				s.legacyErr = fmt.Errorf("%s: %v", rel, err)
 				continue
@@ -171,17 +176,17 @@ func (s *Session) read() error {
 // files is every file a run looks at: the sets' targets, the manifest's
 // files and the old scripts' files.
 func (s *Session) files() []string {
-	return mergeSorted(s.Library.targets(), s.manifest.paths(), legacyFiles)
+	return mergeSorted(s.Library.targets(), s.manifest.paths(), edit.LegacyFiles)
 }
 
 // Close releases the lock. When no manifest remains (the tree holds
 // nothing of ours) the lock file goes too.
 func (s *Session) Close() {
-	if s == nil || !s.lock.held() {
+	if s == nil || !s.lock.Held() {
 		return
 	}
 	_, err := os.Stat(manifestPath(s.Install.Dir))
-	s.lock.release(errors.Is(err, fs.ErrNotExist))
+	s.lock.Release(errors.Is(err, fs.ErrNotExist))
 }
 
 // ensureLocked takes the lock for a session opened without it, and reads
@@ -190,7 +195,7 @@ func (s *Session) ensureLocked() (func(), error) {
 	if s.lock != nil {
 		return func() {}, nil
 	}
-	l, err := lockTree(s.Install.Dir, s.opts.lockWait())
+	l, err := write.LockTree(s.Install.Dir, s.opts.lockWait())
 	if err != nil {
 		return nil, err
 	}
@@ -253,12 +258,12 @@ func (s *Session) legacyError(verb string) error {
 		return nil
 	}
 	if s.legacyErr != nil {
-		return &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q), and vllm-timings cannot undo them exactly: %v", strings.Join(s.legacy, ", "), legacyTag, s.legacyErr), Hint: fmt.Sprintf("Reinstall vLLM (or restore these files from its wheel), then run %s again. Nothing was changed.", verb), Err: s.legacyErr}
+		return &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q), and vllm-timings cannot undo them exactly: %v", strings.Join(s.legacy, ", "), edit.LegacyTag, s.legacyErr), Hint: fmt.Sprintf("Reinstall vLLM (or restore these files from its wheel), then run %s again. Nothing was changed.", verb), Err: s.legacyErr}
 	}
 	if s.opts.TakeOver {
 		return nil
 	}
-	return &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), legacyTag),
+	return &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), edit.LegacyTag),
 		Hint: fmt.Sprintf("Patching beside them would run both, and theirs would overwrite these timings. Run \"vllm-timings %s --take-over\": it removes their edits exactly (giving vLLM's own files back) and then %s. Stop running the old script before vllm serve. Nothing was changed.", verb, map[string]string{"apply": "applies", "revert": "reverts"}[verb])}
 }
 
@@ -284,7 +289,7 @@ func (s *Session) Apply() ([]string, error) {
 		return nil, err
 	}
 	planned := map[string]bool{}
-	var creates, edits, removals []change
+	var creates, edits, removals []write.Change
 	for _, f := range p.Files {
 		planned[f.Path] = true
 		raw := s.snap[f.Path]
@@ -310,7 +315,7 @@ func (s *Session) Apply() ([]string, error) {
 		}
 	}
 	// Files only the old scripts touched (their protocol.py edits).
-	var legacyOnly []change
+	var legacyOnly []write.Change
 	for _, rel := range s.legacy {
 		if !planned[rel] && !hasChange(others, rel) {
 			legacyOnly = append(legacyOnly, s.change(rel, s.clean[rel].Data, s.snap[rel].Mode))
@@ -332,7 +337,7 @@ func (s *Session) Apply() ([]string, error) {
 	return out, nil
 }
 
-func hasChange(cs []change, rel string) bool {
+func hasChange(cs []write.Change, rel string) bool {
 	for _, c := range cs {
 		if c.Rel == rel {
 			return true
@@ -342,9 +347,9 @@ func hasChange(cs []change, rel string) bool {
 }
 
 // change is the write of rel with content (nil removes it).
-func (s *Session) change(rel string, content []byte, mode fs.FileMode) change {
+func (s *Session) change(rel string, content []byte, mode fs.FileMode) write.Change {
 	st := s.snap[rel]
-	c := change{Rel: rel, Path: st.Path, Old: st.Data, New: content, Mode: mode, Exists: st.Exists, UID: st.UID, GID: st.GID, Legacy: containsStr(s.legacy, rel)}
+	c := write.Change{Rel: rel, Path: st.Path, Old: st.Data, New: content, Mode: mode, Exists: st.Exists, UID: st.UID, GID: st.GID, Legacy: slices.Contains(s.legacy, rel)}
 	if c.Path == "" {
 		c.Path = filepath.Join(s.Install.Root, filepath.FromSlash(rel))
 	}
@@ -353,20 +358,20 @@ func (s *Session) change(rel string, content []byte, mode fs.FileMode) change {
 	}
 	if !c.Exists {
 		// A new file belongs to whoever owns its directory.
-		c.UID, c.GID = owner(filepath.Dir(c.Path))
+		c.UID, c.GID = write.Owner(filepath.Dir(c.Path))
 	}
 	return c
 }
 
 // write commits the changes with the manifest (final nil: none) and
 // removes leftovers of earlier runs first.
-func (s *Session) write(changes []change, final *Manifest, state string) error {
+func (s *Session) write(changes []write.Change, final *Manifest, state string) error {
 	var finalBytes []byte
 	if final != nil {
 		finalBytes = final.encode()
 	}
 	s.removeLeftovers()
-	if len(changes) == 0 && (bytes.Equal(finalBytes, s.rawMan) || !s.lock.held()) {
+	if len(changes) == 0 && (bytes.Equal(finalBytes, s.rawMan) || !s.lock.Held()) {
 		// Nothing to write; on a tree this user cannot write (no lock
 		// file could be made) a missing manifest cannot be added either.
 		return nil
@@ -385,7 +390,7 @@ func (s *Session) write(changes []change, final *Manifest, state string) error {
 		journal = (&Manifest{Format: manifestFormat, WrittenBy: "vllm-timings " + Version, Target: "in-place"}).journal(state, touching)
 	}
 	journal.Touching = mergeSorted(journal.Touching, s.manifest.paths())
-	warnings, err := commit(txn{root: s.Install.Root, pkg: s.Install.Dir, changes: changes, prevManifest: s.rawMan, journal: journal.encode(), final: finalBytes})
+	warnings, err := write.Commit(write.Txn{Changes: changes, Manifest: manifestPath(s.Install.Dir), PrevManifest: s.rawMan, Journal: journal.encode(), Final: finalBytes})
 	s.Warnings = append(s.Warnings, warnings...)
 	return err
 }
@@ -412,7 +417,7 @@ func (s *Session) removeLeftovers() {
 	}
 	var failed []string
 	for _, p := range s.leftovers {
-		if err := removeRetry(p); err != nil {
+		if err := write.RemoveRetry(p); err != nil {
 			failed = append(failed, p)
 		}
 	}
@@ -424,22 +429,22 @@ func (s *Session) removeLeftovers() {
 }
 
 // checkCompiles refuses changes whose Python would not compile.
-func (s *Session) checkCompiles(changes []change) error {
-	var in []compileInput
+func (s *Session) checkCompiles(changes []write.Change) error {
+	var in []compile.Input
 	for _, c := range changes {
 		if c.New == nil {
 			continue
 		}
-		ci := compileInput{Rel: c.Rel, New: c.New}
+		ci := compile.Input{Rel: c.Rel, New: c.New}
 		if c.Exists {
 			ci.Old = c.Old
 		}
 		in = append(in, ci)
 	}
-	return compileCheck{Python: s.opts.Python}.check(in)
+	return compile.Check{Python: s.opts.Python}.Run(in)
 }
 
-func describe(changes []change, reverting bool) []string {
+func describe(changes []write.Change, reverting bool) []string {
 	out := make([]string, len(changes))
 	for i, c := range changes {
 		out[i] = describeChange(c, reverting)
@@ -451,21 +456,21 @@ func describe(changes []change, reverting bool) []string {
 // file any known patch set or the manifest names, except those in skip,
 // whether or not a set fits now. Edits come before removals, so the
 // module goes last.
-func (s *Session) revertChanges(skip map[string]bool) ([]change, error) {
-	var edits, removals []change
+func (s *Session) revertChanges(skip map[string]bool) ([]write.Change, error) {
+	var edits, removals []write.Change
 	created := s.manifest.created()
 	for _, rel := range s.files() {
 		st := s.clean[rel]
 		if skip[rel] || !st.Exists {
 			continue
 		}
-		if owned(st.Data) {
+		if edit.Owned(st.Data) {
 			if s.isCreatedTarget(rel) || created[rel] {
 				removals = append(removals, s.change(rel, nil, st.Mode))
 			}
 			continue
 		}
-		orig, had, err := strip(st.Data)
+		orig, had, err := edit.Strip(st.Data)
 		if err != nil {
 			return nil, &exit.Error{Code: ExitModified, Pos: rel, Msg: err.Error(), Hint: "Something other than vllm-timings edited this file, so revert will not guess; reinstall vLLM or restore the file. Nothing was changed."}
 		}
@@ -560,207 +565,6 @@ func (s *Session) DiffRelativeTo(w io.Writer, base DiffBase) error {
 	return nil
 }
 
-// FileStatus is one row of Status.
-type FileStatus struct {
-	Path  string    `json:"path"`
-	State FileState `json:"state"`
-	Edits int       `json:"edits,omitempty"`
-}
-
-// StatusReport is what status prints.
-type StatusReport struct {
-	VLLMDir  string       `json:"vllm_dir"`
-	Version  string       `json:"version"`
-	Via      string       `json:"found_via"`
-	PatchSet string       `json:"patchset,omitempty"`
-	Why      string       `json:"why"`
-	State    FileState    `json:"state"`
-	Files    []FileStatus `json:"files"`
-	Problems string       `json:"problems,omitempty"`
-	// Applied lists the sets the manifest records.
-	Applied []string `json:"applied,omitempty"`
-	// Interrupted describes a run that did not finish ("" if none);
-	// InProgress says another run holds the lock now.
-	Interrupted string `json:"interrupted,omitempty"`
-	InProgress  bool   `json:"in_progress,omitempty"`
-	// Leftovers are temporary files of ours; apply and revert remove them.
-	Leftovers []string `json:"leftovers,omitempty"`
-	// Legacy are files the older patch_timings scripts edited.
-	Legacy []string `json:"legacy,omitempty"`
-	// Stale are files of another vLLM layout that the chosen set does not
-	// use (left from an upgrade).
-	Stale []string `json:"stale,omitempty"`
-	// Overlay is the overlay looked through, if any.
-	Overlay *OverlayView `json:"overlay,omitempty"`
-	// Parts are the parts besides chat (PatchSet, Why and Files cover the
-	// chosen sets of all parts together).
-	Parts []PartStatus `json:"parts,omitempty"`
-	// Sets are the sets in use, chat's first: the chosen ones and those
-	// known only from the manifest.
-	Sets []SetStatus `json:"sets,omitempty"`
-}
-
-// PartState says what a part other than chat is on this vLLM.
-type PartState string
-
-const (
-	PartFits      PartState = "fits"       // one of its sets is chosen
-	PartNotServed PartState = "not served" // none of its sets finds its files
-	PartUnfit     PartState = "no fit"     // its files exist, but no set's anchors all match (or several layouts' do)
-	// PartRecorded: no set given fits, but the manifest records the set
-	// applied (a --patchset not given now); its files are checked
-	// against the hashes recorded there.
-	PartRecorded PartState = "recorded"
-)
-
-// SetStatus is one patch set status reports on: chosen now, or known
-// from the manifest alone (Recorded).
-type SetStatus struct {
-	Name     string    `json:"name"`
-	Part     string    `json:"part"`
-	Source   string    `json:"source"` // "embedded", or the .hcl file
-	State    FileState `json:"state"`  // of the files it writes, as for the whole tree
-	Recorded bool      `json:"recorded,omitempty"`
-}
-
-// PartStatus is one part of Status.
-type PartStatus struct {
-	Part      string    `json:"part"`
-	Endpoints string    `json:"endpoints"`
-	State     PartState `json:"state"`
-	PatchSet  string    `json:"patchset,omitempty"`
-	Why       string    `json:"why"`
-}
-
-// Status reports, per target file, whether it is unpatched, patched,
-// outdated or modified, and what else is there: an interrupted run,
-// leftovers, the older scripts' edits, stale files. A part none of the
-// sets it was given fits, but for which the manifest records a set
-// (applied with a --patchset not given now), is reported from that
-// record: its files are checked against the hashes the manifest holds.
-func (s *Session) Status() *StatusReport {
-	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via, Legacy: s.legacy, Stale: s.Sel.Stale, Overlay: s.Overlay}
-	r.InProgress = !s.lock.held() && lockHeldElsewhere(s.Install.Dir)
-	if s.manifest != nil {
-		for _, set := range s.manifest.Sets {
-			r.Applied = append(r.Applied, set.Name)
-		}
-		if s.manifest.Interrupted() && !r.InProgress {
-			verb := map[string]string{StateApplying: "apply", StateReverting: "revert"}[s.manifest.State]
-			r.Interrupted = fmt.Sprintf("an %s did not finish (%s says %q); every file is whole, and the next apply or revert completes it", verb, ManifestName, s.manifest.State)
-		}
-	}
-	for _, p := range s.leftovers {
-		rel, err := filepath.Rel(s.Install.Root, p)
-		if err != nil {
-			rel = p
-		}
-		r.Leftovers = append(r.Leftovers, filepath.ToSlash(rel))
-	}
-	// The recorded set of each part no given set fits (the first the
-	// manifest lists for it).
-	recorded := map[string]*recordedSet{}
-	var recordedParts []string
-	for _, rs := range s.recordedSets() {
-		if _, seen := recorded[rs.part]; !seen && rs.usable() {
-			recorded[rs.part] = rs
-			recordedParts = append(recordedParts, rs.part)
-		}
-	}
-	chatRec := recorded[spec.DefaultPart]
-	if s.Sel.Err != nil || (s.Sel.Chosen == nil && chatRec == nil) {
-		_, err := s.plan(true, false)
-		r.Why = "no patch set fits"
-		r.State = Modified
-		r.Problems = err.Error()
-		// Still say what is there: marked files are ours, the rest unknown.
-		for _, rel := range s.Library.targets() {
-			st := s.snap[rel]
-			fs := FileStatus{Path: rel, State: Missing}
-			if st.Exists {
-				fs.State = Unpatched
-				if _, had, err := strip(st.Data); err != nil || had || owned(st.Data) {
-					fs.State = Modified
-				}
-			}
-			r.Files = append(r.Files, fs)
-		}
-		return r
-	}
-	seen := map[string]bool{}
-	addFiles := func(files []FileStatus) {
-		for _, f := range files {
-			if seen[f.Path] {
-				continue // the module, created by every set
-			}
-			seen[f.Path] = true
-			if len(s.legacy) > 0 && containsStr(s.legacy, f.Path) {
-				f.State = Modified
-			}
-			r.Files = append(r.Files, f)
-		}
-	}
-	addPlan := func(p *SetPlan, part string) {
-		var files []FileStatus
-		for _, f := range p.Files {
-			files = append(files, FileStatus{Path: f.Path, State: f.State, Edits: f.Edits})
-		}
-		r.Sets = append(r.Sets, SetStatus{Name: p.Set.Name, Part: part, Source: p.Set.Origin(), State: combinedState(files)})
-		addFiles(files)
-	}
-	addRecorded := func(rs *recordedSet) string {
-		r.Sets = append(r.Sets, SetStatus{Name: rs.ms.Name, Part: rs.part, Source: rs.ms.Source, State: rs.state, Recorded: true})
-		addFiles(rs.files)
-		return rs.why()
-	}
-	if c := s.Sel.Chosen; c != nil {
-		r.PatchSet, r.Why = c.Set.Name, s.Sel.Why
-		addPlan(c, spec.DefaultPart)
-	} else {
-		r.PatchSet = chatRec.ms.Name
-		r.Why = addRecorded(chatRec)
-	}
-	reported := map[string]bool{spec.DefaultPart: true}
-	for _, c := range s.Sel.Parts {
-		reported[c.Part] = true
-		ps := PartStatus{Part: c.Part, Endpoints: PartLabel(c.Part), Why: c.Why, State: PartFits}
-		rs := recorded[c.Part]
-		switch {
-		case c.Chosen != nil:
-			ps.PatchSet = c.Chosen.Set.Name
-			addPlan(c.Chosen, c.Part)
-		case rs != nil && c.Err == nil:
-			ps.State, ps.PatchSet, ps.Why = PartRecorded, rs.ms.Name, addRecorded(rs)
-		case c.Unfit():
-			ps.State = PartUnfit
-		default:
-			ps.State = PartNotServed
-		}
-		r.Parts = append(r.Parts, ps)
-	}
-	// Parts only a recorded set knows (a user's set of its own part).
-	for _, part := range recordedParts {
-		if !reported[part] {
-			rs := recorded[part]
-			r.Parts = append(r.Parts, PartStatus{Part: part, Endpoints: PartLabel(part), State: PartRecorded, PatchSet: rs.ms.Name, Why: addRecorded(rs)})
-		}
-	}
-	r.State = combinedState(r.Files)
-	if len(s.legacy) > 0 {
-		r.Problems = s.legacyError("apply").Error()
-	}
-	return r
-}
-
-func containsStr(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // findLeftovers lists our temporary files in the directories of the given
 // files and in the package directory.
 func findLeftovers(inst *Install, rels []string) []string {
@@ -783,4 +587,22 @@ func findLeftovers(inst *Install, rels []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// describeChange is the line a command prints for a change made.
+func describeChange(c write.Change, reverting bool) string {
+	switch {
+	case c.Legacy && c.New != nil && !reverting:
+		return fmt.Sprintf("patched %s (replacing the older scripts' edits)", c.Rel)
+	case c.Legacy && c.New != nil:
+		return fmt.Sprintf("removed the older scripts' edits from %s", c.Rel)
+	case c.New == nil:
+		return fmt.Sprintf("removed %s", c.Rel)
+	case !c.Exists:
+		return fmt.Sprintf("created %s", c.Rel)
+	case reverting:
+		return fmt.Sprintf("restored %s", c.Rel)
+	default:
+		return fmt.Sprintf("patched %s", c.Rel)
+	}
 }

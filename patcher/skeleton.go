@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/vllm-timings/vllm-timings/patcher/edit"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 )
@@ -110,7 +111,7 @@ func (d *Diagnosis) Skeleton(c *SetPlan) ([]byte, error) {
 			r.afterOpen(eb, note...)
 		}
 	}
-	body, err := applyEdits(src[blk.Range().Start.Byte:blk.Range().End.Byte], r.edits)
+	body, err := edit.Apply(src[blk.Range().Start.Byte:blk.Range().End.Byte], r.edits)
 	if err != nil {
 		return nil, errorf(exit.Internal, "writing the skeleton of %q: %v", c.Set.Name, err)
 	}
@@ -154,11 +155,11 @@ func skeletonName(version string) string {
 type hclRewriter struct {
 	src   []byte
 	base  int
-	edits []textEdit
+	edits []edit.Edit
 }
 
 func (r *hclRewriter) replace(rng hcl.Range, text string) {
-	r.edits = append(r.edits, textEdit{Start: rng.Start.Byte - r.base, End: rng.End.Byte - r.base, New: text})
+	r.edits = append(r.edits, edit.Edit{Start: rng.Start.Byte - r.base, End: rng.End.Byte - r.base, New: text})
 }
 
 // afterOpen inserts comment lines (or, for an attribute, that line) right
@@ -178,5 +179,5 @@ func (r *hclRewriter) afterOpen(b *hclsyntax.Block, lines ...string) {
 		}
 		t.WriteString(strings.TrimRight(indent+"# "+l, " ") + "\n")
 	}
-	r.edits = append(r.edits, textEdit{Start: at - r.base, End: at - r.base, New: t.String()})
+	r.edits = append(r.edits, edit.Edit{Start: at - r.base, End: at - r.base, New: t.String()})
 }

@@ -74,6 +74,17 @@ type Table struct {
 	entries []Entry
 }
 
+// NewTable is the table of the given rows, in order. A code given twice
+// is a bug, and panics when the package that declares the table
+// initialises.
+func NewTable(entries ...Entry) Table {
+	var t Table
+	for _, e := range entries {
+		t.Add(e.Code, e.Meaning)
+	}
+	return t
+}
+
 // Add appends a code with its meaning and returns the code, so that a
 // package declares each code and documents it in one line. A code added
 // twice is a bug, and panics when the package initialises.

@@ -1,4 +1,4 @@
-package patcher
+package compile
 
 import (
 	"bytes"
@@ -10,20 +10,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
+	"github.com/vllm-timings/vllm-timings/patcher/edit"
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/pysrc"
 )
 
-// compileCheck is how the planned Python files are checked before anything
+// Check is how the planned Python files are checked before anything
 // is written.
-type compileCheck struct {
+type Check struct {
 	// Python is the interpreter to compile with: "" finds python3 on
 	// PATH (inside the container, vLLM's own), "-" uses only the
 	// project's scanner.
 	Python string
 }
 
-// compileInput is one planned file.
-type compileInput struct {
+// Input is one planned file.
+type Input struct {
 	Rel      string
 	Old, New []byte // Old nil: a new file
 }
@@ -68,20 +71,20 @@ out.append("done %d" % i)
 sys.stdout.write("\n".join(out) + "\n")
 `
 
-// check refuses (ExitCompile) any file whose new content would not
+// Run refuses (codes.Compile) any file whose new content would not
 // compile while its old content did. Every file also passes the scanner's
 // marker check: each marker comment of ours must be a line of its own,
 // not swallowed by a string or a bracket of the inserted code. With a
 // Python interpreter the verdict is compile()'s; without one, or when it
 // cannot run, it is the scanner's (brackets and strings).
-func (c compileCheck) check(files []compileInput) error {
+func (c Check) Run(files []Input) error {
 	var problems []string
-	var py []compileInput
+	var py []Input
 	for _, f := range files {
 		if !strings.HasSuffix(f.Rel, ".py") || f.New == nil {
 			continue
 		}
-		if msg := markersIntact(f.New); msg != "" && (f.Old == nil || markersIntact(f.Old) == "") {
+		if msg := edit.MarkersIntact(f.New); msg != "" && (f.Old == nil || edit.MarkersIntact(f.Old) == "") {
 			problems = append(problems, fmt.Sprintf("%s: %s", f.Rel, msg))
 			continue
 		}
@@ -107,7 +110,7 @@ func (c compileCheck) check(files []compileInput) error {
 		return nil
 	}
 	sort.Strings(problems)
-	return errorf(ExitCompile, "the patched code would not compile:\n  %s\nThe patch set's code is at fault (an unclosed bracket or string, a bad indentation): fix the code of the edit that inserts it. Nothing was written.", strings.Join(capList(problems, 20), "\n  "))
+	return exit.Errorf(codes.Compile, "the patched code would not compile:\n  %s\nThe patch set's code is at fault (an unclosed bracket or string, a bad indentation): fix the code of the edit that inserts it. Nothing was written.", strings.Join(capList(problems, 20), "\n  "))
 }
 
 type pyErr struct {
@@ -123,7 +126,7 @@ type pyResult struct {
 
 // python compiles the files with the interpreter; ran is false when there is
 // none, or it could not run (then the scanner decides).
-func (c compileCheck) python(files []compileInput) (map[string]pyResult, bool) {
+func (c Check) python(files []Input) (map[string]pyResult, bool) {
 	if len(files) == 0 || c.Python == "-" {
 		return nil, false
 	}
@@ -163,7 +166,7 @@ func (c compileCheck) python(files []compileInput) (map[string]pyResult, bool) {
 
 // parseCompileOutput reads pyCompileProgram's output; ok is false unless
 // it is complete.
-func parseCompileOutput(out string, files []compileInput) (map[string]pyResult, bool) {
+func parseCompileOutput(out string, files []Input) (map[string]pyResult, bool) {
 	m := map[string]pyResult{}
 	for _, f := range files {
 		m[f.Rel] = pyResult{Rel: f.Rel}
@@ -196,39 +199,6 @@ func parseCompileOutput(out string, files []compileInput) (map[string]pyResult, 
 		m[files[i].Rel] = r
 	}
 	return m, done
-}
-
-// markersIntact says what is wrong with src's markers: unbalanced, or one
-// that a string or bracket of the code before it has swallowed.
-func markersIntact(src []byte) string {
-	if _, err := markedBlocks(src); err != nil {
-		return err.Error()
-	}
-	var lines []int
-	line := 1
-	for off := 0; off < len(src); {
-		end := bytes.IndexByte(src[off:], '\n')
-		next := len(src)
-		if end >= 0 {
-			next = off + end + 1
-		}
-		t := strings.TrimLeft(string(src[off:next]), " \t")
-		if strings.HasPrefix(t, markerBegin) || strings.HasPrefix(t, markerEnd) {
-			lines = append(lines, line)
-		}
-		line++
-		off = next
-	}
-	if len(lines) == 0 {
-		return ""
-	}
-	inside := pysrc.Parse(src).InsideStatement(lines)
-	for _, l := range lines {
-		if inside[l] {
-			return fmt.Sprintf("line %d: the vllm-timings marker there is inside a string or bracket that the inserted code opened and never closed", l)
-		}
-	}
-	return ""
 }
 
 // capList keeps the first n items and says how many more there were.

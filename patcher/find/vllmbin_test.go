@@ -1,4 +1,4 @@
-package patcher
+package find
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
@@ -88,7 +89,7 @@ func TestFindThroughTheVLLMProgram(t *testing.T) {
 	sysBin := filepath.Join(t.TempDir(), "bin")
 	fakePython(t, filepath.Join(sysBin, "python3"))
 
-	inst, err := find(FindOptions{Bin: bin, Getenv: none, Path: sysBin, Root: t.TempDir()})
+	inst, err := Locate(Options{Bin: bin, Getenv: none, Path: sysBin, Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestFindThroughTheVLLMProgram(t *testing.T) {
 
 	// The same venv's bin on PATH, after the system's: vllm is found on
 	// PATH although python3 is the system one.
-	inst, err = find(FindOptions{Getenv: none, Path: sysBin + ":" + filepath.Join(app, "venv/bin"), Root: t.TempDir()})
+	inst, err = Locate(Options{Getenv: none, Path: sysBin + ":" + filepath.Join(app, "venv/bin"), Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestFindThroughTheVLLMProgram(t *testing.T) {
 	fakePython(t, filepath.Join(conda, "bin/python3.11"))
 	cpkg := mkpkg(t, filepath.Join(conda, "lib/python3.11/site-packages"), "0.30.0")
 	consoleScript(t, filepath.Join(conda, "bin/vllm"), "#!"+filepath.Join(conda, "bin/python3.11"))
-	inst, err = find(FindOptions{Getenv: none, Path: filepath.Join(conda, "bin"), Root: t.TempDir(), Python: "-"})
+	inst, err = Locate(Options{Getenv: none, Path: filepath.Join(conda, "bin"), Root: t.TempDir(), Python: "-"})
 	if err != nil || inst.Dir != cpkg {
 		t.Errorf("conda prefix: got %+v, %v; want %s", inst, err, cpkg)
 	}
@@ -122,17 +123,17 @@ func TestFindThroughTheVLLMProgram(t *testing.T) {
 	// /opt/conda without vllm on PATH: a well-known path.
 	root := t.TempDir()
 	opkg := mkpkg(t, filepath.Join(root, "opt/conda/lib/python3.12/site-packages"), "0.31.0")
-	inst, err = find(FindOptions{Getenv: none, Root: root, Python: "-"})
+	inst, err = Locate(Options{Getenv: none, Root: root, Python: "-"})
 	if err != nil || inst.Dir != opkg || inst.Via != filepath.Join(root, "opt/conda/lib/python3*/site-packages") {
 		t.Errorf("/opt/conda: got %+v, %v; want %s", inst, err, opkg)
 	}
 	epkg := mkpkg(t, filepath.Join(t.TempDir(), "opt/conda/envs/serve/lib/python3.12/site-packages"), "0.31.0")
 	envRoot := strings.TrimSuffix(epkg, "/opt/conda/envs/serve/lib/python3.12/site-packages/vllm")
-	inst, err = find(FindOptions{Getenv: none, Root: envRoot, Python: "-"})
+	inst, err = Locate(Options{Getenv: none, Root: envRoot, Python: "-"})
 	if err != nil || inst.Dir != epkg {
 		t.Errorf("/opt/conda/envs: got %+v, %v; want %s", inst, err, epkg)
 	}
-	inst, err = find(FindOptions{Getenv: func(k string) string {
+	inst, err = Locate(Options{Getenv: func(k string) string {
 		if k == "CONDA_PREFIX" {
 			return conda
 		}
@@ -157,9 +158,9 @@ func TestFindVLLMProgramFailures(t *testing.T) {
 		{filepath.Join(dir, "nope/vllm"), "is not an executable file"},
 		{"vllm", "no vllm on PATH"},
 	} {
-		_, err := find(FindOptions{Bin: tt.bin, Getenv: none, Path: filepath.Join(dir, "nothing"), Root: t.TempDir()})
-		if !errors.As(err, &pe) || pe.Code != ExitVLLMBin || !strings.Contains(pe.Msg, tt.want) {
-			t.Errorf("--vllm-bin %s: %v; want exit %d and %q", tt.bin, err, ExitVLLMBin, tt.want)
+		_, err := Locate(Options{Bin: tt.bin, Getenv: none, Path: filepath.Join(dir, "nothing"), Root: t.TempDir()})
+		if !errors.As(err, &pe) || pe.Code != codes.VLLMBin || !strings.Contains(pe.Msg, tt.want) {
+			t.Errorf("--vllm-bin %s: %v; want exit %d and %q", tt.bin, err, codes.VLLMBin, tt.want)
 		}
 	}
 
@@ -167,7 +168,7 @@ func TestFindVLLMProgramFailures(t *testing.T) {
 	// and the search goes on: a well-known path still wins.
 	root := t.TempDir()
 	pkg := mkpkg(t, filepath.Join(root, "usr/local/lib/python3.12/dist-packages"), "0.33.0")
-	inst, err := find(FindOptions{Getenv: none, Path: filepath.Join(dir, "broken"), Root: root, Python: "-"})
+	inst, err := Locate(Options{Getenv: none, Path: filepath.Join(dir, "broken"), Root: root, Python: "-"})
 	if err != nil || inst.Dir != pkg {
 		t.Fatalf("got %+v, %v; want %s", inst, err, pkg)
 	}
@@ -176,8 +177,8 @@ func TestFindVLLMProgramFailures(t *testing.T) {
 	// shebang and which python3 was asked.
 	pyBin := filepath.Join(dir, "pybin")
 	fakePython(t, filepath.Join(pyBin, "python3"))
-	_, err = find(FindOptions{Getenv: none, Path: filepath.Join(dir, "broken") + ":" + pyBin, Root: t.TempDir()})
-	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
+	_, err = Locate(Options{Getenv: none, Path: filepath.Join(dir, "broken") + ":" + pyBin, Root: t.TempDir()})
+	if !errors.As(err, &pe) || pe.Code != codes.NotFound {
 		t.Fatalf("got %v, want not found", err)
 	}
 	for _, want := range []string{

@@ -1,4 +1,4 @@
-package patcher
+package edit
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // The hand-written scripts this tool replaces (patch_timings_*.py, and the
 // vllm-timings-*.patch files made from them, for the nightlies 07351e088
 // and 1acd67a) edit vLLM's files in place and tag every edit with
-// legacyTag. A tree they edited must not be patched again beside them (the
+// LegacyTag. A tree they edited must not be patched again beside them (the
 // old code would overwrite our timings with its own), so apply refuses it
 // (ExitLegacy), and apply --take-over removes their edits exactly before
 // applying, so that revert then gives the pristine tree.
@@ -32,10 +32,10 @@ import (
 //     to .timings, an if block calling the helper, "return _comp_response"),
 //     after a blank line when the comment was preceded by one;
 //  5. "return X(" turned into "<i>_comp_response = X(  # [patch_timings]".
-const legacyTag = "# [patch_timings]"
+const LegacyTag = "# [patch_timings]"
 
-// legacyFiles are the files the old scripts edit.
-var legacyFiles = []string{
+// LegacyFiles are the files the old scripts edit.
+var LegacyFiles = []string{
 	"vllm/entrypoints/openai/chat_completion/protocol.py",
 	"vllm/entrypoints/openai/chat_completion/serving.py",
 	"vllm/entrypoints/openai/completion/protocol.py",
@@ -50,16 +50,16 @@ var (
 	legacyCapture  = regexp.MustCompile(`^_[A-Za-z0-9_]* = res  # \[patch_timings\]$`)
 	legacyReturn   = regexp.MustCompile(`^_comp_response = ([A-Za-z_][A-Za-z0-9_]*)\(  # \[patch_timings\]$`)
 	legacyAssign   = regexp.MustCompile(`^(_[A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_.]*\.timings) = `)
-	legacyFieldTop = "# llama.cpp-compatible per-request timings  " + legacyTag
+	legacyFieldTop = "# llama.cpp-compatible per-request timings  " + LegacyTag
 )
 
-// hasLegacy reports whether src holds an edit of the old scripts.
-func hasLegacy(src []byte) bool { return bytes.Contains(src, []byte(legacyTag)) }
+// HasLegacy reports whether src holds an edit of the old scripts.
+func HasLegacy(src []byte) bool { return bytes.Contains(src, []byte(LegacyTag)) }
 
-// removeLegacy returns src without the old scripts' edits and how many it
+// RemoveLegacy returns src without the old scripts' edits and how many it
 // removed. A tagged line of a shape it does not know, or anything of theirs
 // left afterwards, is an error: then it does not guess.
-func removeLegacy(src []byte) ([]byte, int, error) {
+func RemoveLegacy(src []byte) ([]byte, int, error) {
 	lines := splitLines(src)
 	n := len(lines)
 	text := func(l int) string { return strings.TrimRight(lines[l-1], "\r\n") } // 1-based
@@ -80,14 +80,14 @@ func removeLegacy(src []byte) ([]byte, int, error) {
 		}
 	}
 	for l := 1; l <= n; l++ {
-		if del[l] || !strings.Contains(lines[l-1], legacyTag) {
+		if del[l] || !strings.Contains(lines[l-1], LegacyTag) {
 			continue
 		}
 		t := strings.TrimSpace(text(l))
 		indent := text(l)[:len(text(l))-len(strings.TrimLeft(text(l), " \t"))]
 		eol := lines[l-1][len(text(l)):]
 		switch {
-		case t == legacyTag: // 2: the helper
+		case t == LegacyTag: // 2: the helper
 			i, ok := stmtAt[l+1]
 			if !ok || f.Stmts[i].Kind != "def" || f.Stmts[i].Indent != indent {
 				return nil, 0, fmt.Errorf("line %d: the old scripts' tag is not followed by their helper function", l)
@@ -103,7 +103,7 @@ func removeLegacy(src []byte) ([]byte, int, error) {
 				return nil, 0, fmt.Errorf("line %d: the old scripts' timings field is not where they put it", l)
 			}
 			deleteLines(l-1, f.Stmts[i].EndLine)
-		case strings.HasPrefix(t, "# Inject Timings") && strings.HasSuffix(t, legacyTag): // 4
+		case strings.HasPrefix(t, "# Inject Timings") && strings.HasSuffix(t, LegacyTag): // 4
 			last := l
 			for k, ok := stmtAt[last+1]; ok; k, ok = stmtAt[last+1] {
 				s := f.Stmts[k]
@@ -160,7 +160,7 @@ func removeLegacy(src []byte) ([]byte, int, error) {
 		}
 	}
 	res := out.Bytes()
-	if hasLegacy(res) {
+	if HasLegacy(res) {
 		return nil, 0, fmt.Errorf("the old scripts' tag remains after their edits were removed")
 	}
 	for _, name := range legacyNames {

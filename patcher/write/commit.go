@@ -1,4 +1,4 @@
-package patcher
+package write
 
 import (
 	"errors"
@@ -11,11 +11,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
-// change is one file write or removal at the edge of the program.
-type change struct {
+// Change is one file write or removal at the edge of the program.
+type Change struct {
 	Rel    string
 	Path   string // the file written: Rel below the root, or the in-package file a symlink at Rel points to
 	Old    []byte // content before, to roll back; nil if the file did not exist
@@ -24,21 +25,23 @@ type change struct {
 	Exists bool
 	UID    int // owner and group to keep; -1 keeps whatever the new file gets
 	GID    int
-	Legacy bool // it removes the older scripts' edits
+	Legacy bool // it removes the older scripts' edits (for the caller's description; Commit does not read it)
 }
 
-// txn is one all-or-nothing write: the changes, in order, and the manifest
-// before, during and after.
-type txn struct {
-	root    string
-	pkg     string
-	changes []change
-	// The manifest: what it held before (nil: none), what it says while
-	// the changes are made, and after (nil: remove it).
-	prevManifest, journal, final []byte
+// Txn is one all-or-nothing write: the changes, in order, and the
+// manifest before, during and after.
+type Txn struct {
+	Changes []Change
+	// Manifest is the path of the manifest, the run's journal: a file in
+	// the package directory, which is also where the directories flushed
+	// after the renames start.
+	Manifest string
+	// What the manifest held before (nil: none), what it says while the
+	// changes are made, and after (nil: remove it).
+	PrevManifest, Journal, Final []byte
 }
 
-// commit makes every change or none, and never leaves a file partly
+// Commit makes every change or none, and never leaves a file partly
 // written:
 //
 //  1. Stage. Every new content, every original that will be replaced or
@@ -65,21 +68,23 @@ type txn struct {
 // directory) extended to several files; renameio itself replaces one file
 // at a time and could not stage the originals for a rollback that only
 // renames.
-func commit(t txn) (warnings []string, err error) {
+func Commit(t Txn) (warnings []string, err error) {
 	type staged struct {
-		change
+		Change
 		tmp, bak string
 	}
 	var st []*staged
 	var temps []string // every temporary file still to remove on failure
 	cleanup := func() {
 		for _, p := range temps {
-			removeRetry(p)
+			RemoveRetry(p)
 		}
 	}
-	manifest := manifestPath(t.pkg)
+	manifest := t.Manifest
+	pkg := filepath.Dir(manifest)
+	manifestName := filepath.Base(manifest)
 	stage := func(rel, dir string, data []byte, mode fs.FileMode, uid, gid int) (string, error) {
-		p, err := writeTemp(dir, data, mode, uid, gid)
+		p, err := WriteTemp(dir, data, mode, uid, gid)
 		if p != "" {
 			temps = append(temps, p)
 		}
@@ -88,11 +93,11 @@ func commit(t txn) (warnings []string, err error) {
 		}
 		return p, nil
 	}
-	pkgUID, pkgGID := owner(t.pkg)
+	pkgUID, pkgGID := Owner(pkg)
 
 	// 1. Stage.
-	for _, c := range t.changes {
-		s := &staged{change: c}
+	for _, c := range t.Changes {
+		s := &staged{Change: c}
 		dir := filepath.Dir(c.Path)
 		var err error
 		if c.New != nil {
@@ -110,18 +115,18 @@ func commit(t txn) (warnings []string, err error) {
 		st = append(st, s)
 	}
 	var journalTmp, finalTmp, prevTmp string
-	if journalTmp, err = stage(ManifestName, t.pkg, t.journal, 0o644, pkgUID, pkgGID); err != nil {
+	if journalTmp, err = stage(manifestName, pkg, t.Journal, 0o644, pkgUID, pkgGID); err != nil {
 		cleanup()
 		return nil, err
 	}
-	if t.final != nil {
-		if finalTmp, err = stage(ManifestName, t.pkg, t.final, 0o644, pkgUID, pkgGID); err != nil {
+	if t.Final != nil {
+		if finalTmp, err = stage(manifestName, pkg, t.Final, 0o644, pkgUID, pkgGID); err != nil {
 			cleanup()
 			return nil, err
 		}
 	}
-	if t.prevManifest != nil {
-		if prevTmp, err = stage(ManifestName, t.pkg, t.prevManifest, 0o644, pkgUID, pkgGID); err != nil {
+	if t.PrevManifest != nil {
+		if prevTmp, err = stage(manifestName, pkg, t.PrevManifest, 0o644, pkgUID, pkgGID); err != nil {
 			cleanup()
 			return nil, err
 		}
@@ -130,9 +135,9 @@ func commit(t txn) (warnings []string, err error) {
 	// 2. Journal.
 	if err := os.Rename(journalTmp, manifest); err != nil {
 		cleanup()
-		return nil, fsError(ManifestName, err)
+		return nil, fsError(manifestName, err)
 	}
-	syncDir(t.pkg)
+	SyncDir(pkg)
 
 	// 3. Rename.
 	for i, s := range st {
@@ -155,33 +160,33 @@ func commit(t txn) (warnings []string, err error) {
 					u.bak = ""
 				}
 			} else {
-				undone = removeRetry(u.Path) == nil
+				undone = RemoveRetry(u.Path) == nil
 			}
 			if !undone {
 				err = fmt.Errorf("%v; then restoring %s failed too", err, u.Rel)
 			}
 		}
-		for _, d := range dirsOf(t.pkg, st) {
-			syncDir(d)
+		for _, d := range dirsOf(pkg, st) {
+			SyncDir(d)
 		}
 		if undone {
 			if prevTmp != "" {
 				undone = retry(func() error { return os.Rename(prevTmp, manifest) }) == nil
 			} else {
-				undone = removeRetry(manifest) == nil
+				undone = RemoveRetry(manifest) == nil
 			}
-			syncDir(t.pkg)
+			SyncDir(pkg)
 		}
 		cleanupExcept := func(keep map[string]bool) {
 			for _, p := range temps {
 				if !keep[p] {
-					removeRetry(p)
+					RemoveRetry(p)
 				}
 			}
 		}
 		if undone {
 			cleanup()
-			return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: "The files already written were restored; nothing was changed. Check that the vllm package directory is writable and has space.", Err: err}
+			return nil, &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: "The files already written were restored; nothing was changed. Check that the vllm package directory is writable and has space.", Err: err}
 		}
 		// Keep the staged originals a later step could not use back: the
 		// next run needs no file of ours, but a person might.
@@ -192,12 +197,12 @@ func commit(t txn) (warnings []string, err error) {
 			}
 		}
 		cleanupExcept(keep)
-		return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: fmt.Sprintf("Every file is whole and every import resolves, but the run is only partly undone; %s records it as interrupted, and the next apply or revert finishes it (status shows it).", manifest), Err: err}
+		return nil, &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: fmt.Sprintf("Every file is whole and every import resolves, but the run is only partly undone; %s records it as interrupted, and the next apply or revert finishes it (status shows it).", manifest), Err: err}
 	}
 
 	// 4. Committed.
-	for _, d := range dirsOf(t.pkg, st) {
-		if err := syncDir(d); err != nil {
+	for _, d := range dirsOf(pkg, st) {
+		if err := SyncDir(d); err != nil {
 			warnings = append(warnings, fmt.Sprintf("could not flush directory %s to disk: %v", d, err))
 		}
 	}
@@ -205,30 +210,30 @@ func commit(t txn) (warnings []string, err error) {
 	if finalTmp != "" {
 		merr = retry(func() error { return os.Rename(finalTmp, manifest) })
 	} else {
-		merr = removeRetry(manifest)
+		merr = RemoveRetry(manifest)
 	}
 	if merr != nil {
 		warnings = append(warnings, fmt.Sprintf("the files are written, but %s could not be updated (%v): it still says %q, and the next run completes it", manifest, merr, "in progress"))
 	}
-	syncDir(t.pkg)
+	SyncDir(pkg)
 	for _, s := range st {
 		if s.bak != "" {
-			removeRetry(s.bak)
+			RemoveRetry(s.bak)
 		}
 	}
 	if prevTmp != "" {
-		removeRetry(prevTmp)
+		RemoveRetry(prevTmp)
 	}
 	for _, s := range st {
-		warnings = append(warnings, dropPycache(s.Path)...)
+		warnings = append(warnings, DropPycache(s.Path)...)
 	}
 	return warnings, nil
 }
 
-// writeTemp writes data to a new temporary file in dir with the given mode
+// WriteTemp writes data to a new temporary file in dir with the given mode
 // and owner, and flushes it to disk. It returns the file's name even when
 // it fails after creating it, so the caller can remove it.
-func writeTemp(dir string, data []byte, mode fs.FileMode, uid, gid int) (string, error) {
+func WriteTemp(dir string, data []byte, mode fs.FileMode, uid, gid int) (string, error) {
 	f, err := os.CreateTemp(dir, ".vllm-timings-*.tmp")
 	if err != nil {
 		return "", err
@@ -258,8 +263,8 @@ func writeTemp(dir string, data []byte, mode fs.FileMode, uid, gid int) (string,
 	return name, nil
 }
 
-// owner returns the uid and gid of path, or -1, -1.
-func owner(path string) (int, int) {
+// Owner returns the uid and gid of path, or -1, -1.
+func Owner(path string) (int, int) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return -1, -1
@@ -270,8 +275,8 @@ func owner(path string) (int, int) {
 	return -1, -1
 }
 
-// syncDir flushes a directory's entries (the renames in it) to disk.
-func syncDir(dir string) error {
+// SyncDir flushes a directory's entries (the renames in it) to disk.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -296,7 +301,7 @@ func dirsOf[T interface{ dir() string }](pkg string, st []T) []string {
 	return out
 }
 
-func (c change) dir() string { return filepath.Dir(c.Path) }
+func (c Change) dir() string { return filepath.Dir(c.Path) }
 
 // retry runs a step of a rollback or a cleanup up to three times: renames
 // and unlinks need no space, so what fails them is rare and often
@@ -312,8 +317,8 @@ func retry(f func() error) error {
 	return err
 }
 
-// removeRetry removes a file; one already gone is fine.
-func removeRetry(p string) error {
+// RemoveRetry removes a file; one already gone is fine.
+func RemoveRetry(p string) error {
 	return retry(func() error {
 		err := os.Remove(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -328,14 +333,14 @@ func fsError(rel string, err error) *exit.Error {
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 		hint = "The vllm package is read-only here. Pass --overlay DIR (apply --overlay or exec --overlay, DIR a writable directory) to leave vLLM's files alone and write patched copies there, run vllm-timings where the package is writable (inside the container, before exec vllm serve, as the image's user), or use --on-failure warn to start without timings."
 	}
-	return &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot write %s: %v", rel, err), Hint: hint + " Nothing was changed.", Err: err}
+	return &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("cannot write %s: %v", rel, err), Hint: hint + " Nothing was changed.", Err: err}
 }
 
-// dropPycache removes compiled copies of a changed module, so Python never
+// DropPycache removes compiled copies of a changed module, so Python never
 // runs a stale one (their timestamps would normally catch it, but a
 // container's layers can make mtimes equal). It returns a warning for each
 // copy it could not remove.
-func dropPycache(abs string) []string {
+func DropPycache(abs string) []string {
 	base := strings.TrimSuffix(filepath.Base(abs), ".py")
 	if base == filepath.Base(abs) {
 		return nil
@@ -343,26 +348,9 @@ func dropPycache(abs string) []string {
 	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), "__pycache__", base+".*.pyc"))
 	var warnings []string
 	for _, m := range matches {
-		if err := removeRetry(m); err != nil {
+		if err := RemoveRetry(m); err != nil {
 			warnings = append(warnings, fmt.Sprintf("could not remove the stale bytecode %s (%v); if its timestamp matches the source, Python may run the old code: remove it, or run with PYTHONDONTWRITEBYTECODE and a writable __pycache__", m, err))
 		}
 	}
 	return warnings
-}
-
-func describeChange(c change, reverting bool) string {
-	switch {
-	case c.Legacy && c.New != nil && !reverting:
-		return fmt.Sprintf("patched %s (replacing the older scripts' edits)", c.Rel)
-	case c.Legacy && c.New != nil:
-		return fmt.Sprintf("removed the older scripts' edits from %s", c.Rel)
-	case c.New == nil:
-		return fmt.Sprintf("removed %s", c.Rel)
-	case !c.Exists:
-		return fmt.Sprintf("created %s", c.Rel)
-	case reverting:
-		return fmt.Sprintf("restored %s", c.Rel)
-	default:
-		return fmt.Sprintf("patched %s", c.Rel)
-	}
 }

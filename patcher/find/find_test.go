@@ -1,4 +1,4 @@
-package patcher
+package find
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
@@ -42,20 +43,20 @@ func TestFindOrder(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		o       FindOptions
+		o       Options
 		dir     string
 		version string
 		via     string
 	}{
-		{"flag wins", FindOptions{Dir: flagDir, Getenv: env("VLLM_DIR", envDir), Root: root, Python: "-"}, flagDir, "unknown", "--vllm-dir"},
-		{"flag may name site-packages", FindOptions{Dir: filepath.Dir(docker), Root: root, Python: "-", Getenv: env()}, docker, "0.19.2", "--vllm-dir"},
-		{"env next", FindOptions{Getenv: env("VLLM_DIR", envDir, "VIRTUAL_ENV", venv), Root: root, Python: "-"}, envDir, "1.0", "$VLLM_DIR"},
-		{"virtualenv before system", FindOptions{Getenv: env("VIRTUAL_ENV", venv), Root: root, Python: "-"}, inVenv, "0.25.1", filepath.Join(venv, "lib/python3*/site-packages")},
-		{"docker image path, newest python", FindOptions{Getenv: env(), Root: root, Python: "-"}, docker, "0.19.2", filepath.Join(root, "usr/local/lib/python3*/dist-packages")},
+		{"flag wins", Options{Dir: flagDir, Getenv: env("VLLM_DIR", envDir), Root: root, Python: "-"}, flagDir, "unknown", "--vllm-dir"},
+		{"flag may name site-packages", Options{Dir: filepath.Dir(docker), Root: root, Python: "-", Getenv: env()}, docker, "0.19.2", "--vllm-dir"},
+		{"env next", Options{Getenv: env("VLLM_DIR", envDir, "VIRTUAL_ENV", venv), Root: root, Python: "-"}, envDir, "1.0", "$VLLM_DIR"},
+		{"virtualenv before system", Options{Getenv: env("VIRTUAL_ENV", venv), Root: root, Python: "-"}, inVenv, "0.25.1", filepath.Join(venv, "lib/python3*/site-packages")},
+		{"docker image path, newest python", Options{Getenv: env(), Root: root, Python: "-"}, docker, "0.19.2", filepath.Join(root, "usr/local/lib/python3*/dist-packages")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inst, err := find(tt.o)
+			inst, err := Locate(tt.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +72,7 @@ func TestFindWithPythonDoesNotImport(t *testing.T) {
 	site := t.TempDir()
 	pkg := mkpkg(t, site, "0.33.0")
 	t.Setenv("PYTHONPATH", site)
-	inst, err := find(FindOptions{Getenv: func(string) string { return "" }, Path: os.Getenv("PATH"), Root: t.TempDir()})
+	inst, err := Locate(Options{Getenv: func(string) string { return "" }, Path: os.Getenv("PATH"), Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,16 +87,16 @@ func TestFindWithPythonDoesNotImport(t *testing.T) {
 func TestFindErrors(t *testing.T) {
 	none := func(string) string { return "" }
 	var pe *exit.Error
-	_, err := find(FindOptions{Getenv: none, Root: t.TempDir(), Python: "-"})
-	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
+	_, err := Locate(Options{Getenv: none, Root: t.TempDir(), Python: "-"})
+	if !errors.As(err, &pe) || pe.Code != codes.NotFound {
 		t.Fatalf("nothing installed: %v", err)
 	}
-	_, err = find(FindOptions{Dir: filepath.Join(t.TempDir(), "nope"), Getenv: none})
-	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
+	_, err = Locate(Options{Dir: filepath.Join(t.TempDir(), "nope"), Getenv: none})
+	if !errors.As(err, &pe) || pe.Code != codes.NotFound {
 		t.Fatalf("missing --vllm-dir: %v", err)
 	}
-	_, err = find(FindOptions{Dir: t.TempDir(), Getenv: none})
-	if !errors.As(err, &pe) || pe.Code != ExitNotFound {
+	_, err = Locate(Options{Dir: t.TempDir(), Getenv: none})
+	if !errors.As(err, &pe) || pe.Code != codes.NotFound {
 		t.Fatalf("--vllm-dir without vllm: %v", err)
 	}
 }

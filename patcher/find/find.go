@@ -1,4 +1,4 @@
-package patcher
+package find
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
@@ -23,9 +24,9 @@ type Install struct {
 	Via     string // how it was found, for the user
 }
 
-// FindOptions say where to look for vLLM. The zero value searches the
+// Options say where to look for vLLM. The zero value searches the
 // running system.
-type FindOptions struct {
+type Options struct {
 	Dir    string              // --vllm-dir; empty means search
 	Getenv func(string) string // defaults to os.Getenv
 	Root   string              // filesystem root for the well-known paths; "/" by default
@@ -47,14 +48,14 @@ var wellKnown = []string{
 	"usr/lib64/python3*/site-packages",
 }
 
-// find locates the vLLM package without importing it, the way the server
+// Locate finds the vLLM package without importing it, the way the server
 // will run it: the --vllm-dir flag, then $VLLM_DIR, then --vllm-bin or the
 // vllm program on PATH (its shebang's interpreter's site-packages), then
 // $VIRTUAL_ENV, $CONDA_PREFIX and well-known install paths (Docker images,
 // /opt/venv, conda), and last python3's importlib.util.find_spec("vllm"),
 // which finds the package without running it. When nothing is found, the
 // error lists every place and method tried.
-func find(o FindOptions) (*Install, error) {
+func Locate(o Options) (*Install, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -123,7 +124,7 @@ func find(o FindOptions) (*Install, error) {
 			tried = append(tried, py+" ("+abs+")"+ask+": no vllm")
 		}
 	}
-	return nil, errorf(ExitNotFound, "vLLM not found. Looked in:\n  %s\nPass --vllm-bin PROGRAM (the vllm the server runs, for example /opt/venv/bin/vllm), --vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
+	return nil, exit.Errorf(codes.NotFound, "vLLM not found. Looked in:\n  %s\nPass --vllm-bin PROGRAM (the vllm the server runs, for example /opt/venv/bin/vllm), --vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
 		strings.Join(tried, "\n  "))
 }
 
@@ -137,7 +138,7 @@ func isPackage(dir string) bool {
 func fromDir(dir, via string) (*Install, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, &exit.Error{Code: ExitNotFound, Pos: via + " " + dir, Msg: err.Error(), Err: err}
+		return nil, &exit.Error{Code: codes.NotFound, Pos: via + " " + dir, Msg: err.Error(), Err: err}
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 		msg := "no such directory"
@@ -145,18 +146,18 @@ func fromDir(dir, via string) (*Install, error) {
 		case err == nil && st.Mode().IsRegular():
 			msg = "is a file, not a directory"
 		case err == nil:
-			msg = "is " + describeMode(st.Mode()) + ", not a directory"
+			msg = "is " + DescribeMode(st.Mode()) + ", not a directory"
 		case !errors.Is(err, fs.ErrNotExist):
 			msg = err.Error()
 		}
-		return nil, &exit.Error{Code: ExitNotFound, Pos: via + " " + dir, Msg: msg, Hint: "Pass the vllm package directory (it holds __init__.py and entrypoints/) or the site-packages directory above it.", Err: err}
+		return nil, &exit.Error{Code: codes.NotFound, Pos: via + " " + dir, Msg: msg, Hint: "Pass the vllm package directory (it holds __init__.py and entrypoints/) or the site-packages directory above it.", Err: err}
 	}
 	pkg := abs
 	if filepath.Base(abs) != "vllm" || !isPackage(abs) {
 		if isPackage(filepath.Join(abs, "vllm")) {
 			pkg = filepath.Join(abs, "vllm")
 		} else if filepath.Base(abs) != "vllm" {
-			return nil, &exit.Error{Code: ExitNotFound, Pos: via + " " + dir, Msg: "not a vllm package (no vllm/__init__.py inside, and the directory is not named vllm)", Hint: "Pass the vllm package directory or the site-packages directory above it."}
+			return nil, &exit.Error{Code: codes.NotFound, Pos: via + " " + dir, Msg: "not a vllm package (no vllm/__init__.py inside, and the directory is not named vllm)", Hint: "Pass the vllm package directory or the site-packages directory above it."}
 		}
 	}
 	return &Install{Dir: pkg, Root: filepath.Dir(pkg), Version: readVersion(pkg), Via: via}, nil
@@ -195,4 +196,23 @@ func findSpec(python string) string {
 		return ""
 	}
 	return strings.TrimSpace(out.String())
+}
+
+// DescribeMode names what a file that is not a regular one is, for
+// messages: "a directory", "a FIFO", ...
+func DescribeMode(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	default:
+		return "mode " + m.String()
+	}
 }

@@ -1,4 +1,4 @@
-package patcher
+package find
 
 import (
 	"bufio"
@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
+	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
 // This file finds vLLM the way the server will run it: from the vllm
@@ -246,15 +249,15 @@ func viaScript(script, path, what string, runPython func(string) string) (dir, v
 
 // findViaBin resolves --vllm-bin (or exec's COMMAND named vllm; what says
 // which): an explicit program that must lead to vLLM, or the whole run
-// fails with ExitVLLMBin.
+// fails with codes.VLLMBin.
 func findViaBin(bin, what, path string, runPython func(string) string) (*Install, error) {
 	p, err := lookPath(bin, path)
 	if err != nil {
-		return nil, errorf(ExitVLLMBin, "%s %s: %v. Pass the vllm program the server runs (for example /opt/venv/bin/vllm) with --vllm-bin, or the package with --vllm-dir.", what, bin, err)
+		return nil, exit.Errorf(codes.VLLMBin, "%s %s: %v. Pass the vllm program the server runs (for example /opt/venv/bin/vllm) with --vllm-bin, or the package with --vllm-dir.", what, bin, err)
 	}
 	dir, via, _, err := viaScript(p, path, what, runPython)
 	if err != nil {
-		return nil, errorf(ExitVLLMBin, "%s: %v. Pass the vllm console script the server runs with --vllm-bin, or the package with --vllm-dir.", what, err)
+		return nil, exit.Errorf(codes.VLLMBin, "%s: %v. Pass the vllm console script the server runs with --vllm-bin, or the package with --vllm-dir.", what, err)
 	}
 	return fromDir(dir, via)
 }

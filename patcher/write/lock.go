@@ -1,4 +1,4 @@
-package patcher
+package write
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
@@ -22,27 +23,27 @@ const LockName = ".vllm-timings.lock"
 // DefaultLockWait is how long a run waits for another to finish.
 const DefaultLockWait = 60 * time.Second
 
-// treeLock is a held lock, or none (a read-only tree, where nothing can
+// Lock is a held lock, or none (a read-only tree, where nothing can
 // write and so nothing needs one).
-type treeLock struct {
+type Lock struct {
 	f    *os.File
 	path string
 }
 
-// lockTree takes the exclusive lock on pkg's lock file, waiting at most
+// LockTree takes the exclusive lock on pkg's lock file, waiting at most
 // wait. A package directory this user cannot write gives no lock and no
 // error: nothing can change the tree, and a write later fails with its own
 // message.
-func lockTree(pkg string, wait time.Duration) (*treeLock, error) {
+func LockTree(pkg string, wait time.Duration) (*Lock, error) {
 	path := filepath.Join(pkg, LockName)
 	deadline := time.Now().Add(wait)
 	for delay := time.Millisecond; ; {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-				return &treeLock{}, nil
+				return &Lock{}, nil
 			}
-			return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot create the lock file %s: %v", path, err), Hint: "Check that the vllm package directory is writable.", Err: err}
+			return nil, &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("cannot create the lock file %s: %v", path, err), Hint: "Check that the vllm package directory is writable.", Err: err}
 		}
 		err = flockRetry(f, syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -50,17 +51,17 @@ func lockTree(pkg string, wait time.Duration) (*treeLock, error) {
 			// tree pristine) between our open and our lock: then this
 			// lock guards nothing, so start again.
 			if same(f, path) {
-				return &treeLock{f: f, path: path}, nil
+				return &Lock{f: f, path: path}, nil
 			}
 			f.Close()
 			continue
 		}
 		f.Close()
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("cannot lock %s: %v", path, err), Err: err}
+			return nil, &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("cannot lock %s: %v", path, err), Err: err}
 		}
 		if time.Now().After(deadline) {
-			return nil, &exit.Error{Code: ExitLocked, Msg: fmt.Sprintf("another vllm-timings run holds the lock %s, and it was not released within %v", path, wait), Hint: "A held flock means a live process (the lock dies with its holder): wait for it to finish, or raise --lock-wait. Nothing was changed."}
+			return nil, &exit.Error{Code: codes.Locked, Msg: fmt.Sprintf("another vllm-timings run holds the lock %s, and it was not released within %v", path, wait), Hint: "A held flock means a live process (the lock dies with its holder): wait for it to finish, or raise --lock-wait. Nothing was changed."}
 		}
 		time.Sleep(delay)
 		if delay < 50*time.Millisecond {
@@ -93,9 +94,9 @@ func same(f *os.File, path string) bool {
 	return os.SameFile(a, b)
 }
 
-// lockHeldElsewhere reports whether another process holds pkg's lock now.
+// HeldElsewhere reports whether another process holds pkg's lock now.
 // It creates nothing.
-func lockHeldElsewhere(pkg string) bool {
+func HeldElsewhere(pkg string) bool {
 	f, err := os.Open(filepath.Join(pkg, LockName))
 	if err != nil {
 		return false
@@ -107,25 +108,25 @@ func lockHeldElsewhere(pkg string) bool {
 	return false
 }
 
-// release drops the lock. With remove, the lock file is deleted first
+// Release drops the lock. With remove, the lock file is deleted first
 // (while still held), so that a tree vllm-timings has fully reverted holds
 // nothing of ours.
-func (l *treeLock) release(remove bool) {
+func (l *Lock) Release(remove bool) {
 	if l == nil || l.f == nil {
 		return
 	}
 	if remove {
-		removeRetry(l.path)
+		RemoveRetry(l.path)
 	}
 	l.f.Close()
 	l.f = nil
 }
 
-// held reports whether this run holds a lock (false on a read-only tree).
-func (l *treeLock) held() bool { return l != nil && l.f != nil }
+// Held reports whether this run holds a lock (false on a read-only tree).
+func (l *Lock) Held() bool { return l != nil && l.f != nil }
 
-func (l *treeLock) String() string {
-	if !l.held() {
+func (l *Lock) String() string {
+	if !l.Held() {
 		return "no lock (read-only tree)"
 	}
 	return fmt.Sprintf("lock %s", l.path)

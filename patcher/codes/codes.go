@@ -1,0 +1,61 @@
+// Package codes is the patcher's exit codes: those of apply, status,
+// revert, diff, doctor and exec. It sits below every package of the
+// patcher, so that finding vLLM (patcher/find), the write
+// (patcher/write) and the compile check (patcher/compile) fail with the
+// same codes the patcher documents. Package patcher re-exports each code
+// under its Exit name (patcher.ExitNotFound is codes.NotFound).
+package codes
+
+import "github.com/vllm-timings/vllm-timings/patcher/exit"
+
+// The codes; Table says what each means. A new code is a constant here
+// and a row in Table.
+const (
+	NotFound     exit.Code = 3
+	Spec         exit.Code = 4
+	Missing      exit.Code = 5
+	Ambiguous    exit.Code = 6
+	FS           exit.Code = 7
+	Disagree     exit.Code = 8
+	Modified     exit.Code = 9
+	Partial      exit.Code = 29
+	Locked       exit.Code = 30
+	Compile      exit.Code = 31
+	Legacy       exit.Code = 32
+	PatchSetFile exit.Code = 33
+	Manifest     exit.Code = 34
+	Layouts      exit.Code = 35
+	VLLMBin      exit.Code = 36
+	Overlay      exit.Code = 37
+	// exec's, as shells have them; once COMMAND runs, its status is the process's.
+	NotExecutable   exit.Code = 126
+	CommandNotFound exit.Code = 127
+)
+
+// Table lists the codes in the order `vllm-timings apply --help` and
+// docs/reliability.md show them.
+func Table() exit.Table {
+	return exit.NewTable(
+		exit.Entry{Code: exit.OK, Meaning: "success, also \"already patched\", a served `/v1/responses` or `/v1/messages` that fits no patch set (the parts that fit applied, a warning naming it) and any problem under `--on-failure warn`"},
+		exit.Entry{Code: exit.Internal, Meaning: "internal error"},
+		exit.Entry{Code: exit.Usage, Meaning: "command-line usage error"},
+		exit.Entry{Code: NotFound, Meaning: "vLLM not found, or its layout matches no patch set"},
+		exit.Entry{Code: Spec, Meaning: "invalid patch set (`.hcl`), with file, line and a fix"},
+		exit.Entry{Code: Missing, Meaning: "an anchor matched nothing in the target file"},
+		exit.Entry{Code: Ambiguous, Meaning: "an anchor matched more than once"},
+		exit.Entry{Code: FS, Meaning: "cannot write: read-only or missing directory, permissions, a symlink out of the package"},
+		exit.Entry{Code: Disagree, Meaning: "several of your `--patchset` sets fit and disagree"},
+		exit.Entry{Code: Modified, Meaning: "files changed in a way no patch set explains (broken markers, a foreign file)"},
+		exit.Entry{Code: Partial, Meaning: "`--all-parts`: chat/completions fit, but `/v1/responses` or `/v1/messages`, which this vLLM serves, fits no patch set: nothing written (without `--all-parts` the parts that fit are applied, exit 0)"},
+		exit.Entry{Code: Locked, Meaning: "another vllm-timings run holds the lock (`vllm/.vllm-timings.lock`) longer than `--lock-wait`"},
+		exit.Entry{Code: Compile, Meaning: "the patched code would not compile; nothing was written"},
+		exit.Entry{Code: Legacy, Meaning: "the tree holds edits of the older `patch_timings` scripts; `apply --take-over` replaces them"},
+		exit.Entry{Code: PatchSetFile, Meaning: "a `--patchset` file is not a regular file (a device, a FIFO, a directory) or is larger than 1 MiB"},
+		exit.Entry{Code: Manifest, Meaning: "`vllm/.vllm-timings.json` is unreadable or written by a newer vllm-timings"},
+		exit.Entry{Code: Layouts, Meaning: "files of several vLLM layouts exist and nothing tells which one is installed"},
+		exit.Entry{Code: VLLMBin, Meaning: "`--vllm-bin` (or `exec`'s `vllm` command) leads to no vLLM: no such program, not a Python console script, a missing `#!` interpreter, or no `vllm` in its site-packages"},
+		exit.Entry{Code: Overlay, Meaning: "`--overlay DIR` cannot be used: not writable, not a directory, inside the vllm package, `:` in the path, or holding files the overlay did not write"},
+		exit.Entry{Code: NotExecutable, Meaning: "`exec`: COMMAND was found but cannot be executed"},
+		exit.Entry{Code: CommandNotFound, Meaning: "`exec`: COMMAND was not found (or its `#!` interpreter is missing)"},
+	)
+}

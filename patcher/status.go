@@ -1,0 +1,203 @@
+package patcher
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/vllm-timings/vllm-timings/patcher/edit"
+	"github.com/vllm-timings/vllm-timings/patcher/spec"
+	"github.com/vllm-timings/vllm-timings/patcher/write"
+)
+
+// FileStatus is one row of Status.
+type FileStatus struct {
+	Path  string    `json:"path"`
+	State FileState `json:"state"`
+	Edits int       `json:"edits,omitempty"`
+}
+
+// StatusReport is what status prints.
+type StatusReport struct {
+	VLLMDir  string       `json:"vllm_dir"`
+	Version  string       `json:"version"`
+	Via      string       `json:"found_via"`
+	PatchSet string       `json:"patchset,omitempty"`
+	Why      string       `json:"why"`
+	State    FileState    `json:"state"`
+	Files    []FileStatus `json:"files"`
+	Problems string       `json:"problems,omitempty"`
+	// Applied lists the sets the manifest records.
+	Applied []string `json:"applied,omitempty"`
+	// Interrupted describes a run that did not finish ("" if none);
+	// InProgress says another run holds the lock now.
+	Interrupted string `json:"interrupted,omitempty"`
+	InProgress  bool   `json:"in_progress,omitempty"`
+	// Leftovers are temporary files of ours; apply and revert remove them.
+	Leftovers []string `json:"leftovers,omitempty"`
+	// Legacy are files the older patch_timings scripts edited.
+	Legacy []string `json:"legacy,omitempty"`
+	// Stale are files of another vLLM layout that the chosen set does not
+	// use (left from an upgrade).
+	Stale []string `json:"stale,omitempty"`
+	// Overlay is the overlay looked through, if any.
+	Overlay *OverlayView `json:"overlay,omitempty"`
+	// Parts are the parts besides chat (PatchSet, Why and Files cover the
+	// chosen sets of all parts together).
+	Parts []PartStatus `json:"parts,omitempty"`
+	// Sets are the sets in use, chat's first: the chosen ones and those
+	// known only from the manifest.
+	Sets []SetStatus `json:"sets,omitempty"`
+}
+
+// PartState says what a part other than chat is on this vLLM.
+type PartState string
+
+const (
+	PartFits      PartState = "fits"       // one of its sets is chosen
+	PartNotServed PartState = "not served" // none of its sets finds its files
+	PartUnfit     PartState = "no fit"     // its files exist, but no set's anchors all match (or several layouts' do)
+	// PartRecorded: no set given fits, but the manifest records the set
+	// applied (a --patchset not given now); its files are checked
+	// against the hashes recorded there.
+	PartRecorded PartState = "recorded"
+)
+
+// SetStatus is one patch set status reports on: chosen now, or known
+// from the manifest alone (Recorded).
+type SetStatus struct {
+	Name     string    `json:"name"`
+	Part     string    `json:"part"`
+	Source   string    `json:"source"` // "embedded", or the .hcl file
+	State    FileState `json:"state"`  // of the files it writes, as for the whole tree
+	Recorded bool      `json:"recorded,omitempty"`
+}
+
+// PartStatus is one part of Status.
+type PartStatus struct {
+	Part      string    `json:"part"`
+	Endpoints string    `json:"endpoints"`
+	State     PartState `json:"state"`
+	PatchSet  string    `json:"patchset,omitempty"`
+	Why       string    `json:"why"`
+}
+
+// Status reports, per target file, whether it is unpatched, patched,
+// outdated or modified, and what else is there: an interrupted run,
+// leftovers, the older scripts' edits, stale files. A part none of the
+// sets it was given fits, but for which the manifest records a set
+// (applied with a --patchset not given now), is reported from that
+// record: its files are checked against the hashes the manifest holds.
+func (s *Session) Status() *StatusReport {
+	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via, Legacy: s.legacy, Stale: s.Sel.Stale, Overlay: s.Overlay}
+	r.InProgress = !s.lock.Held() && write.HeldElsewhere(s.Install.Dir)
+	if s.manifest != nil {
+		for _, set := range s.manifest.Sets {
+			r.Applied = append(r.Applied, set.Name)
+		}
+		if s.manifest.Interrupted() && !r.InProgress {
+			verb := map[string]string{StateApplying: "apply", StateReverting: "revert"}[s.manifest.State]
+			r.Interrupted = fmt.Sprintf("an %s did not finish (%s says %q); every file is whole, and the next apply or revert completes it", verb, ManifestName, s.manifest.State)
+		}
+	}
+	for _, p := range s.leftovers {
+		rel, err := filepath.Rel(s.Install.Root, p)
+		if err != nil {
+			rel = p
+		}
+		r.Leftovers = append(r.Leftovers, filepath.ToSlash(rel))
+	}
+	// The recorded set of each part no given set fits (the first the
+	// manifest lists for it).
+	recorded := map[string]*recordedSet{}
+	var recordedParts []string
+	for _, rs := range s.recordedSets() {
+		if _, seen := recorded[rs.part]; !seen && rs.usable() {
+			recorded[rs.part] = rs
+			recordedParts = append(recordedParts, rs.part)
+		}
+	}
+	chatRec := recorded[spec.DefaultPart]
+	if s.Sel.Err != nil || (s.Sel.Chosen == nil && chatRec == nil) {
+		_, err := s.plan(true, false)
+		r.Why = "no patch set fits"
+		r.State = Modified
+		r.Problems = err.Error()
+		// Still say what is there: marked files are ours, the rest unknown.
+		for _, rel := range s.Library.targets() {
+			st := s.snap[rel]
+			fs := FileStatus{Path: rel, State: Missing}
+			if st.Exists {
+				fs.State = Unpatched
+				if _, had, err := edit.Strip(st.Data); err != nil || had || edit.Owned(st.Data) {
+					fs.State = Modified
+				}
+			}
+			r.Files = append(r.Files, fs)
+		}
+		return r
+	}
+	seen := map[string]bool{}
+	addFiles := func(files []FileStatus) {
+		for _, f := range files {
+			if seen[f.Path] {
+				continue // the module, created by every set
+			}
+			seen[f.Path] = true
+			if len(s.legacy) > 0 && slices.Contains(s.legacy, f.Path) {
+				f.State = Modified
+			}
+			r.Files = append(r.Files, f)
+		}
+	}
+	addPlan := func(p *SetPlan, part string) {
+		var files []FileStatus
+		for _, f := range p.Files {
+			files = append(files, FileStatus{Path: f.Path, State: f.State, Edits: f.Edits})
+		}
+		r.Sets = append(r.Sets, SetStatus{Name: p.Set.Name, Part: part, Source: p.Set.Origin(), State: combinedState(files)})
+		addFiles(files)
+	}
+	addRecorded := func(rs *recordedSet) string {
+		r.Sets = append(r.Sets, SetStatus{Name: rs.ms.Name, Part: rs.part, Source: rs.ms.Source, State: rs.state, Recorded: true})
+		addFiles(rs.files)
+		return rs.why()
+	}
+	if c := s.Sel.Chosen; c != nil {
+		r.PatchSet, r.Why = c.Set.Name, s.Sel.Why
+		addPlan(c, spec.DefaultPart)
+	} else {
+		r.PatchSet = chatRec.ms.Name
+		r.Why = addRecorded(chatRec)
+	}
+	reported := map[string]bool{spec.DefaultPart: true}
+	for _, c := range s.Sel.Parts {
+		reported[c.Part] = true
+		ps := PartStatus{Part: c.Part, Endpoints: PartLabel(c.Part), Why: c.Why, State: PartFits}
+		rs := recorded[c.Part]
+		switch {
+		case c.Chosen != nil:
+			ps.PatchSet = c.Chosen.Set.Name
+			addPlan(c.Chosen, c.Part)
+		case rs != nil && c.Err == nil:
+			ps.State, ps.PatchSet, ps.Why = PartRecorded, rs.ms.Name, addRecorded(rs)
+		case c.Unfit():
+			ps.State = PartUnfit
+		default:
+			ps.State = PartNotServed
+		}
+		r.Parts = append(r.Parts, ps)
+	}
+	// Parts only a recorded set knows (a user's set of its own part).
+	for _, part := range recordedParts {
+		if !reported[part] {
+			rs := recorded[part]
+			r.Parts = append(r.Parts, PartStatus{Part: part, Endpoints: PartLabel(part), State: PartRecorded, PatchSet: rs.ms.Name, Why: addRecorded(rs)})
+		}
+	}
+	r.State = combinedState(r.Files)
+	if len(s.legacy) > 0 {
+		r.Problems = s.legacyError("apply").Error()
+	}
+	return r
+}
