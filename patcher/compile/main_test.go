@@ -7,15 +7,9 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
-// TestMain puts the real python3 first on PATH (testtree.PythonFirstOnPath)
-// and reports the tests that skipped.
-func TestMain(m *testing.M) {
-	cleanup := testtree.PythonFirstOnPath()
-	code := m.Run()
-	cleanup()
-	testtree.ReportSkips()
-	os.Exit(code)
-}
+// TestMain puts the real python3 first on PATH and reports the tests
+// that skipped.
+func TestMain(m *testing.M) { os.Exit(testtree.MainWithPython(m)) }
 
 // requireTool skips without the tool, except in CI (CI=true), where a
 // missing tool is a failure.

@@ -87,6 +87,18 @@ func Main(m *testing.M) int {
 	return code
 }
 
+// MainWithPython is Main with Python's interpreter first on PATH while
+// the tests run (PythonFirstOnPath). Call it from TestMain:
+// os.Exit(testtree.MainWithPython(m)).
+func MainWithPython(m *testing.M) int {
+	cleanup := PythonFirstOnPath()
+	code := m.Run()
+	cleanup()
+	_, file, _, _ := runtime.Caller(1)
+	reportSkips(file)
+	return code
+}
+
 // ReportSkips prints SkipSummary where a plain `go test ./...` shows it,
 // for a TestMain that runs the tests itself. go test prints nothing but
 // "ok" for a package that passes unless -v is given, so without -v the
