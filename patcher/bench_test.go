@@ -30,12 +30,9 @@ func benchSite(b *testing.B) string {
 }
 
 // applyOnce is one apply as the command runs it: a fresh library and a
-// fresh parse of every target (the memo is a process's), the lock taken,
+// fresh parse of every target (the memo is the session's), the lock taken,
 // the scanner instead of python3.
 func applyOnce(b *testing.B, site string) []string {
-	parses.Lock()
-	parses.m = nil
-	parses.Unlock()
 	s, err := Open(Options{Find: find.Options{Dir: filepath.Join(site, "vllm")}, Lock: true, Python: "-"})
 	if err != nil {
 		b.Fatal(err)

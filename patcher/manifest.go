@@ -75,8 +75,14 @@ type ManifestFile struct {
 	SHA256  string `json:"sha256"` // its content once applied
 }
 
-// Version is what the manifest says wrote it; the command sets it.
-var Version = "dev"
+// writtenBy is what a manifest says wrote it, for vllm-timings version
+// (Options.Version; "" is "dev").
+func writtenBy(version string) string {
+	if version == "" {
+		version = "dev"
+	}
+	return "vllm-timings " + version
+}
 
 func manifestPath(pkg string) string { return filepath.Join(pkg, ManifestName) }
 
@@ -163,9 +169,9 @@ func (m *Manifest) Interrupted() bool {
 	return m != nil && (m.State == StateApplying || m.State == StateReverting)
 }
 
-// manifestFor records the plans as applied.
-func manifestFor(plans []*SetPlan) *Manifest {
-	m := &Manifest{Format: manifestFormat, WrittenBy: "vllm-timings " + Version, State: StateApplied, Target: "in-place"}
+// manifestFor records the plans as applied by vllm-timings version.
+func manifestFor(plans []*SetPlan, version string) *Manifest {
+	m := &Manifest{Format: manifestFormat, WrittenBy: writtenBy(version), State: StateApplied, Target: "in-place"}
 	for _, p := range plans {
 		ms := ManifestSet{Name: p.Set.Name, Source: p.Set.Source, Part: p.Set.Part}
 		for _, f := range p.Files {

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -179,8 +178,9 @@ func (p *SetPlan) fail(code exit.Code, d *hcl.Diagnostic) {
 	p.Failures = append(p.Failures, d)
 }
 
-// planSet plans one patch set against a snapshot. It never touches the disk.
-func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
+// planSet plans one patch set against a snapshot, parsing each target
+// through memo. It never touches the disk.
+func planSet(set *spec.PatchSet, snap snapshot, memo parseMemo) *SetPlan {
 	p := &SetPlan{Set: set, Applicable: true}
 	for _, f := range set.Files {
 		if f.Create == nil && !snap[f.Path].Exists {
@@ -188,14 +188,14 @@ func planSet(set *spec.PatchSet, snap snapshot) *SetPlan {
 		}
 	}
 	for _, f := range set.Files {
-		p.Files = append(p.Files, p.planFile(f, snap[f.Path]))
+		p.Files = append(p.Files, p.planFile(f, snap[f.Path], memo))
 	}
 	return p
 }
 
 // planFile plans one file of the set, recording every anchor's result and
 // adding the failures to p.
-func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
+func (p *SetPlan) planFile(f spec.File, st fileSnapshot, memo parseMemo) FilePlan {
 	fp := FilePlan{Path: f.Path, Create: f.Create != nil, Exists: st.Exists, Current: st.Data, Mode: st.Mode}
 	if fp.Mode == 0 {
 		fp.Mode = 0o644
@@ -223,7 +223,7 @@ func (p *SetPlan) planFile(f spec.File, st fileSnapshot) FilePlan {
 	for _, q := range f.Requires {
 		fp.anchors = append(fp.anchors, anchorResult{Name: q.Name, Require: true, Anchor: q.Anchor.Describe(), Declared: q.Range})
 	}
-	parsed := parseTarget(st.Data)
+	parsed := memo.parse(st.Data)
 	orig, hadMarkers, err := parsed.orig, parsed.hadMarkers, parsed.err
 	switch {
 	case !st.Exists:
@@ -305,34 +305,25 @@ type parsedTarget struct {
 	src        *pysrc.File
 }
 
-// parses memoizes parseTarget by content. A run plans every set against
-// the same snapshot, and most sets edit the same files: each file is then
-// stripped and parsed once per run, not once per set. Both are pure
-// functions of the content, and nothing writes to their results.
-var parses struct {
-	sync.Mutex
-	m map[string]*parsedTarget
-}
+// parseMemo memoizes parseTarget by content for one Session. A run plans
+// every set against the same snapshot, and most sets edit the same files:
+// each file is then stripped and parsed once per run, not once per set.
+// Both are pure functions of the content, and nothing writes to their
+// results. A nil memo parses every time.
+type parseMemo map[string]*parsedTarget
 
-// maxParses bounds the memo of a long-lived process (a test binary plans
-// many trees); a run uses a handful of entries.
-const maxParses = 64
-
-func parseTarget(data []byte) *parsedTarget {
-	parses.Lock()
-	defer parses.Unlock()
-	if p, ok := parses.m[string(data)]; ok {
+func (m parseMemo) parse(data []byte) *parsedTarget {
+	if p, ok := m[string(data)]; ok {
 		return p
-	}
-	if len(parses.m) >= maxParses || parses.m == nil {
-		parses.m = map[string]*parsedTarget{}
 	}
 	p := &parsedTarget{}
 	p.orig, p.hadMarkers, p.err = edit.Strip(data)
 	if p.err == nil {
 		p.src = pysrc.Parse(p.orig)
 	}
-	parses.m[string(data)] = p
+	if m != nil {
+		m[string(data)] = p
+	}
 	return p
 }
 
@@ -496,7 +487,7 @@ func partOrder(parts []string) {
 // RECORD lists; the others' files are reported stale. The chosen sets of
 // all parts are applied together, so they must not write one file
 // differently.
-func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection {
+func choose(lib *Library, snap snapshot, m *Manifest, inst *Install, memo parseMemo) *Selection {
 	byPart := map[string][2][]*spec.PatchSet{}
 	parts := []string{spec.DefaultPart}
 	for i, group := range [][]*spec.PatchSet{lib.User, lib.Embedded} {
@@ -513,7 +504,7 @@ func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection 
 	sel := &Selection{}
 	for _, part := range parts {
 		g := byPart[part]
-		c := chooseIn(part, g[0], g[1], snap, m, inst)
+		c := chooseIn(part, g[0], g[1], snap, m, inst, memo)
 		if part == spec.DefaultPart {
 			sel.Chosen, sel.Why, sel.Candidates, sel.Err, sel.Stale = c.Chosen, c.Why, c.Candidates, c.Err, c.Stale
 			continue
@@ -548,12 +539,12 @@ func choose(lib *Library, snap snapshot, m *Manifest, inst *Install) *Selection 
 }
 
 // chooseIn picks the set of one part.
-func chooseIn(part string, user, embedded []*spec.PatchSet, snap snapshot, m *Manifest, inst *Install) *PartChoice {
+func chooseIn(part string, user, embedded []*spec.PatchSet, snap snapshot, m *Manifest, inst *Install, memo parseMemo) *PartChoice {
 	c := &PartChoice{Part: part}
 	for _, group := range [][]*spec.PatchSet{user, embedded} {
 		var fit []*SetPlan
 		for _, s := range group {
-			p := planSet(s, snap)
+			p := planSet(s, snap, memo)
 			c.Candidates = append(c.Candidates, p)
 			if p.fits() {
 				fit = append(fit, p)

@@ -53,6 +53,9 @@ type Options struct {
 	// overlay on PYTHONPATH. Only for status; apply and revert with an
 	// overlay open the tree itself and call ApplyOverlay, RevertOverlay.
 	Overlay string
+	// Version is the version of vllm-timings that the manifest says wrote
+	// it (the command's own, set at link time); "" is "dev".
+	Version string
 }
 
 // Session is one look at an installed vLLM: where it is, which patch sets
@@ -78,6 +81,7 @@ type Session struct {
 	rawMan    []byte // the manifest's bytes, nil if none
 	leftovers []string
 	lock      *write.Lock
+	parses    parseMemo // the targets parsed, by content, for every read of this session
 }
 
 // Open finds vLLM, loads the patch sets, takes the lock if asked, reads
@@ -146,7 +150,10 @@ func (s *Session) read() error {
 	}
 	sort.Strings(s.legacy)
 	s.leftovers = findLeftovers(s.Install, s.files())
-	sel := choose(s.Library, s.clean, s.manifest, s.Install)
+	if s.parses == nil {
+		s.parses = parseMemo{}
+	}
+	sel := choose(s.Library, s.clean, s.manifest, s.Install, s.parses)
 	s.Sel = sel
 	s.Warnings = nil
 	// Per part: the user's sets of a part whose chosen set is embedded
@@ -325,7 +332,7 @@ func (s *Session) Apply() ([]string, error) {
 	if err := s.checkCompiles(changes); err != nil {
 		return nil, err
 	}
-	if err := s.write(changes, manifestFor(s.Sel.Plans()), StateApplying); err != nil {
+	if err := s.write(changes, manifestFor(s.Sel.Plans(), s.opts.Version), StateApplying); err != nil {
 		return nil, err
 	}
 	out := describe(changes, false)
@@ -387,7 +394,7 @@ func (s *Session) write(changes []write.Change, final *Manifest, state string) e
 	case s.manifest != nil:
 		journal = s.manifest.journal(state, touching)
 	default:
-		journal = (&Manifest{Format: manifestFormat, WrittenBy: "vllm-timings " + Version, Target: "in-place"}).journal(state, touching)
+		journal = (&Manifest{Format: manifestFormat, WrittenBy: writtenBy(s.opts.Version), Target: "in-place"}).journal(state, touching)
 	}
 	journal.Touching = mergeSorted(journal.Touching, s.manifest.paths())
 	warnings, err := write.Commit(write.Txn{Changes: changes, Manifest: manifestPath(s.Install.Dir), PrevManifest: s.rawMan, Journal: journal.encode(), Final: finalBytes})

@@ -34,7 +34,7 @@ func (f *vllmFlags) registerLock(cmd *cobra.Command) {
 }
 
 func (f *vllmFlags) options() patcher.Options {
-	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir, Bin: f.vllmBin, BinIs: f.vllmBinIs}, PatchSets: f.patchsets, LockWait: f.lockWait}
+	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir, Bin: f.vllmBin, BinIs: f.vllmBinIs}, PatchSets: f.patchsets, LockWait: f.lockWait, Version: version}
 }
 
 // nonEmpty is a path flag that refuses an empty or blank value when it is

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/vllm-timings/vllm-timings/patcher"
 )
 
 // version is set at link time: -ldflags "-X main.version=1.2.3".
@@ -17,7 +15,6 @@ var version = "dev"
 // command, in the file of its group (patcher_cmds.go, doctor.go, nix.go,
 // verify.go).
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
-	patcher.Version = version
 	root := &cobra.Command{
 		Use:           "vllm-timings",
 		Short:         "Add llama.cpp-style timings to vLLM's OpenAI responses",
