@@ -427,10 +427,16 @@ func TestPartialFit(t *testing.T) {
 	if !errors.As(err, &xe) || xe.Code != ExitPartial {
 		t.Fatalf("apply: %v, want exit %d", err, ExitPartial)
 	}
-	for _, want := range []string{`no patch set fits /v1/responses`, `"stream-terminal-event"`, "nothing was changed", "--all-parts"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q:\n%s", want, err)
-		}
+	// The data the command words (cmd's parts.txtar holds the words).
+	var pe *PartialError
+	if !errors.As(err, &pe) || len(pe.Parts) != 1 || pe.Parts[0].Part != "responses" || pe.Parts[0].Closest.Name != "responses-packages" {
+		t.Fatalf("apply: %#v, want a PartialError naming responses and its closest set", err)
+	}
+	if d := pe.Parts[0].Diagnostics.Error(); !strings.Contains(d, `"stream-terminal-event"`) {
+		t.Errorf("the closest set's failures lack \"stream-terminal-event\": %s", d)
+	}
+	if !strings.Contains(err.Error(), "nothing was changed") {
+		t.Errorf("error lacks %q:\n%s", "nothing was changed", err)
 	}
 	if err := strict.Diff(&bytes.Buffer{}); !errors.As(err, &xe) || xe.Code != ExitPartial {
 		t.Errorf("diff: %v, want exit %d", err, ExitPartial)

@@ -1,13 +1,11 @@
 package patcher
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -55,7 +53,8 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 		lib.User = append(lib.User, sets...)
 	}
 	if diags.HasErrors() {
-		return nil, &exit.Error{Code: ExitSpec, Msg: lib.render(diags) + "vllm-timings: the patch set above is invalid; fix the lines shown. \"vllm-timings patchsets --help\" describes the language, and \"vllm-timings patchsets --print openai-packages\" prints a set that works."}
+		e := &SpecError{Diagnostics: diags, Files: lib.files()}
+		return nil, &exit.Error{Code: ExitSpec, Msg: e.Error(), Err: e}
 	}
 	user := map[string]bool{}
 	for _, s := range lib.User {
@@ -120,19 +119,9 @@ func readPatchSetFile(file string) ([]byte, error) {
 	return b, nil
 }
 
-// maxDiagnostics is how many diagnostics render shows; the rest are
-// counted.
-const maxDiagnostics = 20
-
-// maxLineWidth caps each rendered source line, so a line of megabytes is
-// not echoed whole (prose lines get four times as much).
-const maxLineWidth = 240
-
-var snippetLine = regexp.MustCompile(`^ *\d+: `)
-
-// render prints diagnostics with the HCL source lines they point at: the
-// first 20, then how many more there are, each line at most 240 bytes.
-func (l *Library) render(diags hcl.Diagnostics) string {
+// files are the sources of every set's file, as hcl's parser returns
+// them, for rendering the diagnostics that point into them.
+func (l *Library) files() map[string]*hcl.File {
 	files := map[string]*hcl.File{}
 	for name, src := range l.sources {
 		files[name] = &hcl.File{Bytes: src}
@@ -142,101 +131,7 @@ func (l *Library) render(diags hcl.Diagnostics) string {
 			files[s.Source] = &hcl.File{Bytes: src}
 		}
 	}
-	diags = distinct(diags)
-	shown := diags
-	if len(shown) > maxDiagnostics {
-		shown = shown[:maxDiagnostics]
-	}
-	var b bytes.Buffer
-	for _, d := range shown {
-		// hcl's writer scans the whole file for every diagnostic; give it
-		// only the lines it shows (behind blank lines, so the numbers
-		// stay), which keeps a large file's diagnostics linear.
-		d, win := window(d, files)
-		w := hcl.NewDiagnosticTextWriter(&b, win, 0, false)
-		_ = w.WriteDiagnostic(d)
-	}
-	out := strings.TrimLeft(b.String(), "\n")
-	lines := strings.SplitAfter(out, "\n")
-	for i, line := range lines {
-		max := 4 * maxLineWidth // prose
-		if snippetLine.MatchString(line) {
-			max = maxLineWidth
-		}
-		if len(line) > max {
-			lines[i] = line[:max] + fmt.Sprintf("... (%d bytes more)\n", len(line)-max)
-		}
-	}
-	out = strings.Join(lines, "")
-	if more := len(diags) - len(shown); more > 0 {
-		out += fmt.Sprintf("... and %d more (%d in all); fix the first ones and run again.\n\n", more, len(diags))
-	}
-	return out
-}
-
-// distinct drops a diagnostic that would render as one already kept: the
-// same problem on the same line (two curly quotes on a line are two
-// "Invalid character" errors whose text differs only in the column, which
-// the rendering does not show).
-func distinct(diags hcl.Diagnostics) hcl.Diagnostics {
-	type key struct {
-		file            string
-		line            int
-		summary, detail string
-		severity        hcl.DiagnosticSeverity
-	}
-	seen := map[key]bool{}
-	var out hcl.Diagnostics
-	for _, d := range diags {
-		k := key{summary: d.Summary, detail: d.Detail, severity: d.Severity}
-		if d.Subject != nil {
-			k.file, k.line = d.Subject.Filename, d.Subject.Start.Line
-		}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, d)
-	}
-	return out
-}
-
-// window returns d with its ranges moved into a copy of its source that
-// holds only the lines it shows, preceded by as many empty lines as came
-// before them.
-func window(d *hcl.Diagnostic, files map[string]*hcl.File) (*hcl.Diagnostic, map[string]*hcl.File) {
-	if d.Subject == nil || files[d.Subject.Filename] == nil {
-		return d, files
-	}
-	src := files[d.Subject.Filename].Bytes
-	rng := *d.Subject
-	if d.Context != nil {
-		rng = hcl.RangeOver(rng, *d.Context)
-	}
-	if rng.Start.Byte < 0 || rng.End.Byte > len(src) || rng.Start.Byte > rng.End.Byte {
-		return d, files
-	}
-	from := bytes.LastIndexByte(src[:rng.Start.Byte], '\n') + 1
-	to := len(src)
-	if i := bytes.IndexByte(src[rng.End.Byte:], '\n'); i >= 0 {
-		to = rng.End.Byte + i + 1
-	}
-	pad := rng.Start.Line - 1
-	win := make([]byte, 0, pad+to-from)
-	win = append(win, bytes.Repeat([]byte("\n"), pad)...)
-	win = append(win, src[from:to]...)
-	shift := func(r *hcl.Range) *hcl.Range {
-		if r == nil {
-			return nil
-		}
-		c := *r
-		c.Start.Byte += pad - from
-		c.End.Byte += pad - from
-		return &c
-	}
-	c := *d
-	c.Subject, c.Context = shift(d.Subject), shift(d.Context)
-	return &c, map[string]*hcl.File{d.Subject.Filename: {Bytes: win}}
+	return files
 }
 
 // targets is the union of the files every set touches.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/edit"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/pysrc"
@@ -562,7 +563,7 @@ func chooseIn(part string, user, embedded []*spec.PatchSet, snap snapshot, m *Ma
 		chosen, how := fit[0], ""
 		if len(differ) > 0 {
 			if !fit[0].Set.Embedded {
-				c.Err = &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("your patch sets %q (%s) and %q (%s) both fit this vLLM but would write different files", fit[0].Set.Name, fit[0].Set.Source, differ[0].Set.Name, differ[0].Set.Source), Hint: "Pass only one of them with --patchset, or make one's anchors specific to the version it was written for."}
+				c.Err = &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("your patch sets %q (%s) and %q (%s) both fit this vLLM but would write different files", fit[0].Set.Name, fit[0].Set.Source, differ[0].Set.Name, differ[0].Set.Source), Hint: "Use only one of them, or make one's anchors specific to the version it was written for.", Advice: codes.AdviceOneUserSet}
 				c.Why = "your patch sets disagree"
 				return c
 			}
@@ -651,7 +652,7 @@ func merge(sel *Selection) (*SetPlan, error) {
 					}
 				}
 				return nil, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q (%s) would write %s differently", other, c.Chosen.Set.Name, PartLabel(c.Part), f.Path),
-					Hint: "Sets of different parts must edit different files; move the edits of one part into its own file, or remove the set you passed with --patchset. Nothing was changed."}
+					Hint: "Sets of different parts must edit different files; move the edits of one part into its own file, or leave out the user's set. Nothing was changed.", Advice: codes.AdviceSeparateParts}
 			}
 			owner[f.Path] = c.Chosen.Set.Name
 			m.Files = append(m.Files, f)
@@ -663,22 +664,12 @@ func merge(sel *Selection) (*SetPlan, error) {
 // partialError explains, for apply --all-parts and diff --all-parts, that
 // some part this vLLM serves has no set that fits while chat has one.
 func partialError(lib *Library, inst *Install, unfit []*PartChoice) *exit.Error {
-	var msg strings.Builder
-	var labels []string
+	e := &PartialError{Install: inst, Files: lib.files()}
 	for _, c := range unfit {
-		labels = append(labels, PartLabel(c.Part))
 		best := closest(c.Candidates)
-		msg.WriteString(lib.render(best.Failures))
-		fmt.Fprintf(&msg, "vllm-timings: no patch set fits %s on vLLM %s; the closest, %q, fails as shown above (%s).\n", PartLabel(c.Part), inst.Version, best.Set.Name, plural(len(best.Failures), "problem"))
+		e.Parts = append(e.Parts, UnfitPart{Part: c.Part, Closest: best.Set, Diagnostics: best.Failures})
 	}
-	which := strings.Join(labels, " and ")
-	verb := "does"
-	if len(labels) > 1 {
-		verb = "do"
-	}
-	fmt.Fprintf(&msg, "vllm-timings: %s fit, %s %s not, and --all-parts asks for every part: nothing was changed", PartLabel(spec.DefaultPart), which, verb)
-	return &exit.Error{Code: ExitPartial, Msg: msg.String(),
-		Hint: fmt.Sprintf("Without --all-parts the parts that fit are applied (%s then gets no timings); run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.", which)}
+	return &exit.Error{Code: ExitPartial, Msg: e.Error(), Err: e}
 }
 
 // chooseLayout picks, among embedded sets that fit and differ, the one the
@@ -786,27 +777,19 @@ func samePlan(a, b *SetPlan) bool {
 func noFitError(lib *Library, inst *Install, sel *Selection) *exit.Error {
 	best := closest(sel.Candidates)
 	if best == nil {
-		var need []string
+		e := &NoFitError{Install: inst}
 		for _, c := range sel.Candidates {
-			var files []string
-			for _, f := range c.Set.Files {
-				if f.Create == nil {
-					files = append(files, f.Path)
-				}
-			}
-			need = append(need, fmt.Sprintf("  %s needs %s", c.Set.Name, strings.Join(files, ", ")))
+			e.Needs = append(e.Needs, SetNeeds{Set: c.Set.Name, Files: editedFiles(c.Set)})
 		}
-		return errorf(ExitNotFound, "vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\" and \"vllm-timings doctor\").",
-			inst.Version, inst.Dir, strings.Join(need, "\n"))
+		return &exit.Error{Code: ExitNotFound, Msg: e.Error(), Err: e}
 	}
-	msg := lib.render(best.Failures)
-	msg += fmt.Sprintf("vllm-timings: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%s). Nothing was changed. Run \"vllm-timings doctor\" for the closest lines and a patch set to adapt.",
-		inst.Version, inst.Dir, best.Set.Name, plural(len(best.Failures), "problem"))
-	return &exit.Error{Code: best.Code, Msg: msg}
+	e := &NoFitError{Install: inst, Closest: best.Set, Diagnostics: best.Failures, Files: lib.files()}
+	return &exit.Error{Code: best.Code, Msg: e.Error(), Err: e}
 }
 
-// plural is "1 problem", "2 problems".
-func plural(n int, what string) string {
+// Plural is "1 problem", "2 problems": the one way the patcher and its
+// command count things in prose.
+func Plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}

@@ -142,7 +142,7 @@ func (r *recordedSet) why() string {
 				n++
 			}
 		}
-		what = fmt.Sprintf("%s changed since it was applied", plural(n, "file"))
+		what = fmt.Sprintf("%s changed since it was applied", Plural(n, "file"))
 	}
 	return fmt.Sprintf("patch set %q (%s, recorded in vllm/%s): %s", r.ms.Name, r.ms.Source, ManifestName, what)
 }

@@ -69,7 +69,11 @@ func TestNoSetFitsChangesNothing(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != ExitMissing {
 		t.Fatalf("apply: %v, want a ExitMissing error", err)
 	}
-	for _, m := range []string{"Required statement not found", "return RequestOutput(", "RequestState._new_request_output", "Nothing was changed", "vllm-timings doctor"} {
+	var nf *NoFitError
+	if !errors.As(err, &nf) || nf.Closest == nil || nf.Closest.Name != "openai-modules-v0.10" || nf.Install.Version != "0.12.0+gfixture" {
+		t.Errorf("apply: %#v, want a NoFitError naming the closest set", err)
+	}
+	for _, m := range []string{"Required statement not found", "return RequestOutput(", "RequestState._new_request_output"} {
 		if !strings.Contains(pe.Error(), m) {
 			t.Errorf("message lacks %q:\n%s", m, pe)
 		}

@@ -15,6 +15,7 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/compile"
 	"github.com/vllm-timings/vllm-timings/patcher/edit"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
@@ -270,8 +271,16 @@ func (s *Session) legacyError(verb string) error {
 	if s.opts.TakeOver {
 		return nil
 	}
-	return &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), edit.LegacyTag),
-		Hint: fmt.Sprintf("Patching beside them would run both, and theirs would overwrite these timings. Run \"vllm-timings %s --take-over\": it removes their edits exactly (giving vLLM's own files back) and then %s. Stop running the old script before vllm serve. Nothing was changed.", verb, map[string]string{"apply": "applies", "revert": "reverts"}[verb])}
+	advice := codes.AdviceTakeOverApply
+	if verb == "revert" {
+		advice = codes.AdviceTakeOverRevert
+	}
+	return &exit.Error{
+		Code:   ExitLegacy,
+		Msg:    fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), edit.LegacyTag),
+		Hint:   "Patching beside them would run both, and theirs would overwrite these timings. Options.TakeOver removes their edits exactly (giving vLLM's own files back) first. Stop running the old script before vllm serve. Nothing was changed.",
+		Advice: advice,
+	}
 }
 
 // Apply writes the plan: all files or none. It returns one line per file
@@ -428,7 +437,7 @@ func (s *Session) removeLeftovers() {
 			failed = append(failed, p)
 		}
 	}
-	s.Warnings = append(s.Warnings, fmt.Sprintf("removed %s left by an interrupted run", plural(len(s.leftovers)-len(failed), "temporary file")))
+	s.Warnings = append(s.Warnings, fmt.Sprintf("removed %s left by an interrupted run", Plural(len(s.leftovers)-len(failed), "temporary file")))
 	if len(failed) > 0 {
 		s.Warnings = append(s.Warnings, "could not remove "+strings.Join(failed, ", "))
 	}

@@ -26,7 +26,11 @@ type StatusReport struct {
 	Why      string       `json:"why"`
 	State    FileState    `json:"state"`
 	Files    []FileStatus `json:"files"`
-	Problems string       `json:"problems,omitempty"`
+	// Problem is why apply would refuse the tree (nil if it would not),
+	// and Problems its text; a command sets Problems to its own
+	// rendering of Problem (diagnostics with their source lines).
+	Problem  error  `json:"-"`
+	Problems string `json:"problems,omitempty"`
 	// Applied lists the sets the manifest records.
 	Applied []string `json:"applied,omitempty"`
 	// Interrupted describes a run that did not finish ("" if none);
@@ -122,7 +126,7 @@ func (s *Session) Status() *StatusReport {
 		_, err := s.plan(true, false)
 		r.Why = "no patch set fits"
 		r.State = Modified
-		r.Problems = err.Error()
+		r.Problem, r.Problems = err, err.Error()
 		// Still say what is there: marked files are ours, the rest unknown.
 		for _, rel := range s.Library.targets() {
 			st := s.snap[rel]
@@ -197,7 +201,8 @@ func (s *Session) Status() *StatusReport {
 	}
 	r.State = combinedState(r.Files)
 	if len(s.legacy) > 0 {
-		r.Problems = s.legacyError("apply").Error()
+		r.Problem = s.legacyError("apply")
+		r.Problems = r.Problem.Error()
 	}
 	return r
 }

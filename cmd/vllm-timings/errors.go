@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -44,11 +43,7 @@ func markRunErrors(c *cobra.Command) {
 // reportError prints err and returns its exit code: 2 for cobra's own
 // errors, an *exit.Error's code, and 1 for anything else.
 func reportError(stderr io.Writer, err error) int {
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "vllm-timings") {
-		msg = "vllm-timings: " + msg
-	}
-	fmt.Fprintln(stderr, msg)
+	fmt.Fprintln(stderr, program+": "+errorText(err))
 	var ran ranError
 	var e *exit.Error
 	switch {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/vllm-timings/vllm-timings/patcher"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
+	"github.com/vllm-timings/vllm-timings/patcher/write"
 )
 
 // warn prints the session's warnings.
@@ -18,17 +20,6 @@ func warn(w io.Writer, s *patcher.Session) {
 	for _, m := range s.Warnings {
 		logf(w, "warning: %s", m)
 	}
-}
-
-func logf(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "vllm-timings: "+format+"\n", args...)
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // --- apply ---
@@ -121,7 +112,7 @@ func applyOrWarn(o *applyOptions) (overlay string, err error) {
 				err = fmt.Errorf("internal error: %v", r)
 			}
 			if err != nil {
-				fmt.Fprintf(o.err, "%s\n", strings.TrimRight(err.Error(), "\n"))
+				fmt.Fprintf(o.err, "%s\n", strings.TrimRight(errorText(err), "\n"))
 				logf(o.err, "warning: %s; vLLM starts without timings (--on-failure warn)", afterFailure(err))
 				overlay, err = "", nil
 			}
@@ -132,7 +123,7 @@ func applyOrWarn(o *applyOptions) (overlay string, err error) {
 
 // afterFailure says what state a failed apply left.
 func afterFailure(err error) string {
-	if strings.Contains(err.Error(), "partly undone") {
+	if errors.Is(err, write.ErrInterrupted) {
 		return "the run was interrupted and is recorded; the next run finishes it"
 	}
 	return "nothing was changed"
@@ -286,6 +277,9 @@ func statusRun(o *statusOptions) error {
 	}
 	defer s.Close()
 	r := s.Status()
+	if r.Problem != nil {
+		r.Problems = errorText(r.Problem)
+	}
 	if o.json {
 		enc := json.NewEncoder(o.out)
 		enc.SetIndent("", "  ")
@@ -521,11 +515,11 @@ func patchsetsRun(o *patchsetsOptions) error {
 			case f.Create != nil:
 				fmt.Fprintf(o.out, "  creates %s\n", f.Path)
 			case len(f.Edits) == 0:
-				fmt.Fprintf(o.out, "  checks  %s (%s)\n", f.Path, plural(len(f.Requires), "require"))
+				fmt.Fprintf(o.out, "  checks  %s (%s)\n", f.Path, patcher.Plural(len(f.Requires), "require"))
 			case len(f.Requires) > 0:
-				fmt.Fprintf(o.out, "  edits   %s (%s, %s)\n", f.Path, plural(len(f.Edits), "insertion"), plural(len(f.Requires), "require"))
+				fmt.Fprintf(o.out, "  edits   %s (%s, %s)\n", f.Path, patcher.Plural(len(f.Edits), "insertion"), patcher.Plural(len(f.Requires), "require"))
 			default:
-				fmt.Fprintf(o.out, "  edits   %s (%s)\n", f.Path, plural(len(f.Edits), "insertion"))
+				fmt.Fprintf(o.out, "  edits   %s (%s)\n", f.Path, patcher.Plural(len(f.Edits), "insertion"))
 			}
 		}
 	}

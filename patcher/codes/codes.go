@@ -59,3 +59,29 @@ func Table() exit.Table {
 		exit.Entry{Code: CommandNotFound, Meaning: "`exec`: COMMAND was not found (or its `#!` interpreter is missing)"},
 	)
 }
+
+// Advice the patcher gives with an error, for the command to word with its
+// own flags (the error's Hint says the same without them).
+const (
+	// AdviceOverlay: the package is read-only to this user; patched
+	// copies can go into an overlay directory, or the patch can be made
+	// where the package is writable, or the server can start without
+	// timings.
+	AdviceOverlay exit.Advice = "overlay"
+	// AdviceLockWait: another run holds the tree's lock; wait longer.
+	AdviceLockWait exit.Advice = "lock-wait"
+	// AdviceTakeOverApply, AdviceTakeOverRevert: the older scripts'
+	// edits are in the tree; taking them over removes them exactly before
+	// applying (reverting).
+	AdviceTakeOverApply  exit.Advice = "take-over-apply"
+	AdviceTakeOverRevert exit.Advice = "take-over-revert"
+	// AdviceTakeOverInPlace: an overlay cannot take the older scripts'
+	// edits over; taking them over in place can.
+	AdviceTakeOverInPlace exit.Advice = "take-over-in-place"
+	// AdviceOneUserSet: two of the user's sets fit and disagree; pass one.
+	AdviceOneUserSet exit.Advice = "one-user-set"
+	// AdviceSeparateParts: sets of two parts write one file differently.
+	AdviceSeparateParts exit.Advice = "separate-parts"
+	// AdviceManifest: the manifest is unreadable; remove it and run again.
+	AdviceManifest exit.Advice = "manifest"
+)

@@ -38,10 +38,20 @@ const (
 type Error struct {
 	Code Code
 	Pos  string // where in the input, optional: `--mount "x"`, "bad.hcl:5"
-	Msg  string // what is wrong; may span several lines (rendered diagnostics)
+	Msg  string // what is wrong; may span several lines
 	Hint string // what to do instead, optional; full sentences
-	Err  error  // the underlying cause, optional
+	// Advice, if set, names what the user can do in words only the
+	// program that runs the library has (its flags, its commands): the
+	// program words it, in place of Hint, which then says the same
+	// without them.
+	Advice Advice
+	Err    error // the underlying cause, optional
 }
+
+// Advice names a remedy that the command words: the library knows the
+// situation, the command its flags. Each package that gives advice
+// declares its values beside its codes.
+type Advice string
 
 func (e *Error) Error() string {
 	var b strings.Builder

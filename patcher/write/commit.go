@@ -41,6 +41,12 @@ type Txn struct {
 	PrevManifest, Journal, Final []byte
 }
 
+// ErrInterrupted is in the chain of Commit's error when a failed run
+// could not be undone whole: every file is whole and every import
+// resolves, and the journal records the run as interrupted, so the next
+// run finishes it.
+var ErrInterrupted = errors.New("the run is only partly undone")
+
 // Commit makes every change or none, and never leaves a file partly
 // written:
 //
@@ -197,7 +203,7 @@ func Commit(t Txn) (warnings []string, err error) {
 			}
 		}
 		cleanupExcept(keep)
-		return nil, &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: fmt.Sprintf("Every file is whole and every import resolves, but the run is only partly undone; %s records it as interrupted, and the next apply or revert finishes it (status shows it).", manifest), Err: err}
+		return nil, &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: fmt.Sprintf("Every file is whole and every import resolves, but the run is only partly undone; %s records it as interrupted, and the next apply or revert finishes it (status shows it).", manifest), Err: errors.Join(ErrInterrupted, err)}
 	}
 
 	// 4. Committed.
@@ -329,11 +335,14 @@ func RemoveRetry(p string) error {
 }
 
 func fsError(rel string, err error) *exit.Error {
-	hint := "Check that the vllm package directory exists and is writable by this user, and that the disk has space."
+	e := &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("cannot write %s: %v", rel, err), Err: err}
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-		hint = "The vllm package is read-only here. Pass --overlay DIR (apply --overlay or exec --overlay, DIR a writable directory) to leave vLLM's files alone and write patched copies there, run vllm-timings where the package is writable (inside the container, before exec vllm serve, as the image's user), or use --on-failure warn to start without timings."
+		e.Hint = "The vllm package is read-only here: write the patched copies into an overlay directory instead, or patch where the package is writable. Nothing was changed."
+		e.Advice = codes.AdviceOverlay
+		return e
 	}
-	return &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("cannot write %s: %v", rel, err), Hint: hint + " Nothing was changed.", Err: err}
+	e.Hint = "Check that the vllm package directory exists and is writable by this user, and that the disk has space. Nothing was changed."
+	return e
 }
 
 // DropPycache removes compiled copies of a changed module, so Python never
