@@ -211,72 +211,116 @@ func TestAdviceFollowed(t *testing.T) {
 	}
 	set := []string{"VLLM_ENFORCE_EAGER=1"}
 	cases := []advice{
-		{"expansion: pass it raw", bad(ModelOptions{Image: "img", ServeArgs: Args(eager), PassEnv: []string{"VLLM_ENFORCE_EAGER"}}), ExitExpansion,
+		{
+			"expansion: pass it raw", bad(ModelOptions{Image: "img", ServeArgs: Args(eager), PassEnv: []string{"VLLM_ENFORCE_EAGER"}}), ExitExpansion,
 			"--raw '" + eager + "'", func(s string) layerCase {
-				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", ServeArgs: followArgs(t, s), PassEnv: []string{"VLLM_ENFORCE_EAGER"}}},
-					swapEnv: set, wantServe: []string{"--enforce-eager"}}
-			}},
-		{"expansion: or quote it inside raw", bad(ModelOptions{Image: "img", ServeArgs: Args(eager)}), ExitExpansion,
+				return layerCase{
+					v:       variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", ServeArgs: followArgs(t, s), PassEnv: []string{"VLLM_ENFORCE_EAGER"}}},
+					swapEnv: set, wantServe: []string{"--enforce-eager"},
+				}
+			},
+		},
+		{
+			"expansion: or quote it inside raw", bad(ModelOptions{Image: "img", ServeArgs: Args(eager)}), ExitExpansion,
 			`--raw "'` + `\${VLLM_ENFORCE_EAGER:+--enforce-eager}'"`, func(s string) layerCase {
-				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", ServeArgs: followArgs(t, s)}},
-					swapEnv: set, wantServe: []string{eager}}
-			}},
-		{"unknown macro in a serve argument: raw without braces", bad(ModelOptions{Image: "img", ServeArgs: Args("${HF_HOME}")}), ExitUnknownMacro,
+				return layerCase{
+					v:       variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", ServeArgs: followArgs(t, s)}},
+					swapEnv: set, wantServe: []string{eager},
+				}
+			},
+		},
+		{
+			"unknown macro in a serve argument: raw without braces", bad(ModelOptions{Image: "img", ServeArgs: Args("${HF_HOME}")}), ExitUnknownMacro,
 			"--raw '$HF_HOME'", func(s string) layerCase {
-				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", ServeArgs: followArgs(t, s), Env: map[string]string{"HF_HOME": "/models"}}},
-					wantServe: []string{"/models"}}
-			}},
-		{"unknown macro: or declare it", bad(ModelOptions{Image: "img", ServeArgs: Args("${ctx}")}), ExitUnknownMacro,
+				return layerCase{
+					v:         variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", ServeArgs: followArgs(t, s), Env: map[string]string{"HF_HOME": "/models"}}},
+					wantServe: []string{"/models"},
+				}
+			},
+		},
+		{
+			"unknown macro: or declare it", bad(ModelOptions{Image: "img", ServeArgs: Args("${ctx}")}), ExitUnknownMacro,
 			"--macro ctx=VALUE", func(string) layerCase {
 				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", ServeArgs: Args("${ctx}"), Macros: map[string]string{"ctx": "4096"}}}}
-			}},
-		{"unknown macro in a statement: $NAME", bad(ModelOptions{Image: "img", Before: []string{"pip install ${PKG}"}}), ExitUnknownMacro,
+			},
+		},
+		{
+			"unknown macro in a statement: $NAME", bad(ModelOptions{Image: "img", Before: []string{"pip install ${PKG}"}}), ExitUnknownMacro,
 			"$PKG (or ${PKG:-})", func(string) layerCase {
-				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{"pip install $PKG ${PKG:-}"}, Env: map[string]string{"PKG": "xxhash"}}},
-					wantBefore: [][]string{{"pip", "install", "xxhash", "xxhash"}}}
-			}},
-		{"statement ending in ;", bad(ModelOptions{Image: "img", Before: []string{"set -e;"}}), ExitStatement,
+				return layerCase{
+					v:          variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{"pip install $PKG ${PKG:-}"}, Env: map[string]string{"PKG": "xxhash"}}},
+					wantBefore: [][]string{{"pip", "install", "xxhash", "xxhash"}},
+				}
+			},
+		},
+		{
+			"statement ending in ;", bad(ModelOptions{Image: "img", Before: []string{"set -e;"}}), ExitStatement,
 			"drop yours: 'set -e'", func(string) layerCase {
-				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{"set -e", "pip install x"}}},
-					wantBefore: [][]string{{"pip", "install", "x"}}}
-			}},
-		{"statement ending in &", bad(ModelOptions{Image: "img", Before: []string{"python3 -c x &"}}), ExitStatement,
+				return layerCase{
+					v:          variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{"set -e", "pip install x"}}},
+					wantBefore: [][]string{{"pip", "install", "x"}},
+				}
+			},
+		},
+		{
+			"statement ending in &", bad(ModelOptions{Image: "img", Before: []string{"python3 -c x &"}}), ExitStatement,
 			"{ python3 -c x & }", func(s string) layerCase {
 				// The background python3 may log before or after the rest;
 				// "wait" makes the order fixed.
-				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{s, "wait"}}},
-					wantBefore: [][]string{{"python3", "-c", "x"}}}
-			}},
-		{"comment", bad(ModelOptions{Image: "img", Before: []string{"python3 -c #x"}}), ExitStatement,
+				return layerCase{
+					v:          variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{s, "wait"}}},
+					wantBefore: [][]string{{"python3", "-c", "x"}},
+				}
+			},
+		},
+		{
+			"comment", bad(ModelOptions{Image: "img", Before: []string{"python3 -c #x"}}), ExitStatement,
 			`"\#"`, func(string) layerCase {
-				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{`python3 -c \#x`}}},
-					wantBefore: [][]string{{"python3", "-c", "#x"}}}
-			}},
-		{"publish", bad(ModelOptions{Image: "img", Publish: "8000:8000"}), ExitPublish,
+				return layerCase{
+					v:          variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{`python3 -c \#x`}}},
+					wantBefore: [][]string{{"python3", "-c", "#x"}},
+				}
+			},
+		},
+		{
+			"publish", bad(ModelOptions{Image: "img", Publish: "8000:8000"}), ExitPublish,
 			"--publish '${PORT}:8000'", func(s string) layerCase {
 				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Publish: followArgs(t, s)[1].Text}}}
-			}},
-		{"no shell: write the value", bad(ModelOptions{Image: "img", Entrypoint: []string{"bash", "docker/entrypoint.sh"}, ServeArgs: Args("$MODEL")}), ExitExpansion,
+			},
+		},
+		{
+			"no shell: write the value", bad(ModelOptions{Image: "img", Entrypoint: []string{"bash", "docker/entrypoint.sh"}, ServeArgs: Args("$MODEL")}), ExitExpansion,
 			"write the value itself", func(string) layerCase {
 				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Entrypoint: []string{"bash", "docker/entrypoint.sh"}, ServeArgs: Args("Qwen/Qwen3-8B")}}}
-			}},
-		{"before with entrypoint: drop --entrypoint", bad(ModelOptions{Image: "img", Entrypoint: []string{"bash", "docker/entrypoint.sh"}, Before: []string{"pip install x"}}), ExitForm,
+			},
+		},
+		{
+			"before with entrypoint: drop --entrypoint", bad(ModelOptions{Image: "img", Entrypoint: []string{"bash", "docker/entrypoint.sh"}, Before: []string{"pip install x"}}), ExitForm,
 			"drop --entrypoint", func(string) layerCase {
-				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{"pip install x"}}},
-					wantBefore: [][]string{{"pip", "install", "x"}}}
-			}},
-		{"a macro inside ${...}: take it out", bad(ModelOptions{Image: "img", ExtraDockerArgs: []string{"--label=${${MODEL_ID}}"}}), ExitUnknownMacro,
+				return layerCase{
+					v:          variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", Before: []string{"pip install x"}}},
+					wantBefore: [][]string{{"pip", "install", "x"}},
+				}
+			},
+		},
+		{
+			"a macro inside ${...}: take it out", bad(ModelOptions{Image: "img", ExtraDockerArgs: []string{"--label=${${MODEL_ID}}"}}), ExitUnknownMacro,
 			"do not put a macro inside ${...}", func(string) layerCase {
 				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Image: "img", ExtraDockerArgs: []string{"--label=${MODEL_ID}"}}}}
-			}},
-		{"venv with an image: remove it", bad(ModelOptions{Venv: "/v", Image: "img", ServeArgs: Args("--port", "${PORT}")}), ExitForm,
+			},
+		},
+		{
+			"venv with an image: remove it", bad(ModelOptions{Venv: "/v", Image: "img", ServeArgs: Args("--port", "${PORT}")}), ExitForm,
 			"remove --image", func(string) layerCase {
 				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Venv: "/v", ServeArgs: Args("--port", "${PORT}")}}}
-			}},
-		{"venv without ${PORT}", bad(ModelOptions{Venv: "/v", ServeArgs: Args("Qwen/Qwen3-8B")}), ExitHostPort,
+			},
+		},
+		{
+			"venv without ${PORT}", bad(ModelOptions{Venv: "/v", ServeArgs: Args("Qwen/Qwen3-8B")}), ExitHostPort,
 			"--host 127.0.0.1 --port '${PORT}'", func(s string) layerCase {
 				return layerCase{v: variant{opts: Options{Binary: "/b"}, model: ModelOptions{Venv: "/v", ServeArgs: append(Args("Qwen/Qwen3-8B"), followArgs(t, s)...)}}}
-			}},
+			},
+		},
 	}
 	var fixed []layerCase
 	for _, c := range cases {

@@ -14,8 +14,10 @@ func TestLayersBash(t *testing.T) {
 	g := variant{opts: Options{Binary: storeBinary}, model: genesis}
 	g.model.Docker = "" // the stub docker stands in for the real one
 	steps := [][]string{{"pip", "install", "xxhash", "pandas", "scipy", "-q"}, {"python3", "-m", "vllm._genesis.patches.apply_all"}}
-	unset := []string{"--served-model-name", "${MODEL_ID}", "--max-model-len", "75000",
-		"--speculative-config", `{"method":"mtp","num_speculative_tokens":3}`, "--host", "0.0.0.0", "--port", "8000"}
+	unset := []string{
+		"--served-model-name", "${MODEL_ID}", "--max-model-len", "75000",
+		"--speculative-config", `{"method":"mtp","num_speculative_tokens":3}`, "--host", "0.0.0.0", "--port", "8000",
+	}
 	eager := slices.Insert(slices.Clone(unset), 0, "--enforce-eager")
 
 	var raw, before variant

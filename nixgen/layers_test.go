@@ -539,10 +539,14 @@ func layerVariants() []layerCase {
 			add(g.name, variant{opts: g.opts, model: *g.model})
 		}
 	}
-	add("weird-mount", variant{opts: Options{Binary: "/b", Mount: `/m/it's "x" $HOME ${a b} ` + "`b`" + ` \ ☕/vt`, Patchsets: []string{"/p/it's.hcl", `/p/"q" $x.hcl`}},
-		model: ModelOptions{Image: "img", ServeArgs: Args("ok")}})
-	add("same-patchset-twice", variant{opts: Options{Binary: "/b", OnFailure: "abort", Patchsets: []string{"/p/a.hcl", "/p/a.hcl"}},
-		model: ModelOptions{Image: "img"}})
+	add("weird-mount", variant{
+		opts:  Options{Binary: "/b", Mount: `/m/it's "x" $HOME ${a b} ` + "`b`" + ` \ ☕/vt`, Patchsets: []string{"/p/it's.hcl", `/p/"q" $x.hcl`}},
+		model: ModelOptions{Image: "img", ServeArgs: Args("ok")},
+	})
+	add("same-patchset-twice", variant{
+		opts:  Options{Binary: "/b", OnFailure: "abort", Patchsets: []string{"/p/a.hcl", "/p/a.hcl"}},
+		model: ModelOptions{Image: "img"},
+	})
 	return cases
 }
 

@@ -230,43 +230,77 @@ func checkParity(t testing.TB, v variant, o outcome) {
 
 var parityVariants = []variant{
 	{opts: Options{Binary: "/usr/local/bin/vllm-timings"}, model: ModelOptions{Name: "plain", Image: "vllm/vllm-openai:latest"}},
-	{opts: Options{Binary: storeBinary, Patchsets: []string{"/nix/store/5x2h3w4f8l0p0j1d6k9r7q2m3n4b5v6c-extra/extra.hcl"}},
-		model: ModelOptions{Name: "store", Image: "vllm/vllm-openai:v0.11.0", ServeArgs: Args("Qwen/Qwen3-8B")}},
-	{opts: Options{Binary: "/home/me/My Tools/vllm-timings", Mount: "/opt/with space/vt", Patchsets: []string{"/a b/c d.hcl"}},
-		model: ModelOptions{Name: "spaces", Image: "img", ServeArgs: Args("two words", "  lead", "trail  "), Env: map[string]string{"A": "b c"}}},
-	{opts: Options{Binary: `/q/it's "x"/vllm-timings`, OnFailure: "abort", Patchsets: []string{`/q/"dq".hcl`, "/q/o'neil.hcl", `/q/back\slash.hcl`}},
-		model: ModelOptions{Name: "quotes", Image: "img", ServeArgs: Args("it's", `"dq"`, `\`, `\\"`, "''", `'"'"'`), Docker: "/usr/bin/podman"}},
-	{opts: Options{Binary: "/b", Patchsets: []string{"/p/1.hcl", "/q/1.hcl", "/r/s/t.hcl", "/u.hcl"}},
-		model: ModelOptions{Name: "many.patchsets", Image: "img"}},
-	{opts: Options{Binary: "/b/$HOME/${x y}/`x`/vt"},
-		model: ModelOptions{Name: "dollar", Image: "img", ServeArgs: Args("$", "$$", "$1", "$?", "a$", "$-x", "$(x)", "$${MODEL_ID}", "\\${MODEL_ID}"),
-			ExtraDockerArgs: []string{"$HOME", "${x:-y}"}, Env: map[string]string{"A": "$HOME"}}},
-	{opts: Options{Binary: "/opt/ünïcödé/☕/vt"},
-		model: ModelOptions{Name: "unicode", Image: "img", ServeArgs: Args("café", "日本語", "emoji 🎉")}},
-	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "macros", Image: "vllm/vllm-openai:${tag}",
+	{
+		opts:  Options{Binary: storeBinary, Patchsets: []string{"/nix/store/5x2h3w4f8l0p0j1d6k9r7q2m3n4b5v6c-extra/extra.hcl"}},
+		model: ModelOptions{Name: "store", Image: "vllm/vllm-openai:v0.11.0", ServeArgs: Args("Qwen/Qwen3-8B")},
+	},
+	{
+		opts:  Options{Binary: "/home/me/My Tools/vllm-timings", Mount: "/opt/with space/vt", Patchsets: []string{"/a b/c d.hcl"}},
+		model: ModelOptions{Name: "spaces", Image: "img", ServeArgs: Args("two words", "  lead", "trail  "), Env: map[string]string{"A": "b c"}},
+	},
+	{
+		opts:  Options{Binary: `/q/it's "x"/vllm-timings`, OnFailure: "abort", Patchsets: []string{`/q/"dq".hcl`, "/q/o'neil.hcl", `/q/back\slash.hcl`}},
+		model: ModelOptions{Name: "quotes", Image: "img", ServeArgs: Args("it's", `"dq"`, `\`, `\\"`, "''", `'"'"'`), Docker: "/usr/bin/podman"},
+	},
+	{
+		opts:  Options{Binary: "/b", Patchsets: []string{"/p/1.hcl", "/q/1.hcl", "/r/s/t.hcl", "/u.hcl"}},
+		model: ModelOptions{Name: "many.patchsets", Image: "img"},
+	},
+	{
+		opts: Options{Binary: "/b/$HOME/${x y}/`x`/vt"},
+		model: ModelOptions{
+			Name: "dollar", Image: "img", ServeArgs: Args("$", "$$", "$1", "$?", "a$", "$-x", "$(x)", "$${MODEL_ID}", "\\${MODEL_ID}"),
+			ExtraDockerArgs: []string{"$HOME", "${x:-y}"}, Env: map[string]string{"A": "$HOME"},
+		},
+	},
+	{
+		opts:  Options{Binary: "/opt/ünïcödé/☕/vt"},
+		model: ModelOptions{Name: "unicode", Image: "img", ServeArgs: Args("café", "日本語", "emoji 🎉")},
+	},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{
+		Name: "macros", Image: "vllm/vllm-openai:${tag}",
 		Macros:    map[string]string{"tag": "v0.11.0", "ctx": "75000", "model-path": "/models/Qwen3-8B", "x": "if"},
 		Env:       map[string]string{"CTX": "${ctx}", "P": "${MODEL_ID}:${PORT}"},
-		ServeArgs: Args("${model-path}", "--max-model-len=${ctx}", "${x}", "it's ${ctx}", "a b${ctx}", "${ctx}${ctx}", `"${ctx}"`)}},
-	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "shellchars", Image: "img",
+		ServeArgs: Args("${model-path}", "--max-model-len=${ctx}", "${x}", "it's ${ctx}", "a b${ctx}", "${ctx}${ctx}", `"${ctx}"`),
+	}},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{
+		Name: "shellchars", Image: "img",
 		ExtraDockerArgs: []string{"--gpus", "all", "--shm-size=16g", "-v", "/models:/models:ro", "#x", "~", "a=b", "{", "}", "!", "[[", "elif", "*"},
-		ServeArgs:       Args(";", "|", "&", ">", "<", "(", ")", "`", "#", "{", "~", "*", "?", "[", "=", "!", "time", "]]")}},
-	{opts: Options{Binary: "/b", OnFailure: "abort", Mount: "/vt"}, model: ModelOptions{Name: "json", Image: "img",
-		ServeArgs: Args("--speculative-config", `{"method":"mtp","num_speculative_tokens":3}`, "--override-generation-config", `{"temperature": 0.6, "stop": ["</s>", "\n"]}`)}},
-	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "raw", Image: "img", Macros: map[string]string{"ctx": "8"},
-		ServeArgs: []Arg{Raw("${VLLM_ENFORCE_EAGER:+--enforce-eager}"), Raw("$HOME"), Raw("'it''s $x'"), Raw(`"${A:-a b}"`), Raw("--n=${ctx}"), Raw(""), Raw(`\#`)}}},
-	{opts: Options{Binary: "/b", OnFailure: "abort"}, model: ModelOptions{Name: "before", Image: "img",
-		Before: []string{"set -e", "pip install xxhash pandas scipy -q", "python3 -m vllm._genesis.patches.apply_all", `echo "it's" \\ $HOME > /dev/null`, "{ true & }", `find / -maxdepth 0 -exec true {} \;`, "a=1 ", "echo ${MODEL_ID}"}}},
+		ServeArgs:       Args(";", "|", "&", ">", "<", "(", ")", "`", "#", "{", "~", "*", "?", "[", "=", "!", "time", "]]"),
+	}},
+	{opts: Options{Binary: "/b", OnFailure: "abort", Mount: "/vt"}, model: ModelOptions{
+		Name: "json", Image: "img",
+		ServeArgs: Args("--speculative-config", `{"method":"mtp","num_speculative_tokens":3}`, "--override-generation-config", `{"temperature": 0.6, "stop": ["</s>", "\n"]}`),
+	}},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{
+		Name: "raw", Image: "img", Macros: map[string]string{"ctx": "8"},
+		ServeArgs: []Arg{Raw("${VLLM_ENFORCE_EAGER:+--enforce-eager}"), Raw("$HOME"), Raw("'it''s $x'"), Raw(`"${A:-a b}"`), Raw("--n=${ctx}"), Raw(""), Raw(`\#`)},
+	}},
+	{opts: Options{Binary: "/b", OnFailure: "abort"}, model: ModelOptions{
+		Name: "before", Image: "img",
+		Before: []string{"set -e", "pip install xxhash pandas scipy -q", "python3 -m vllm._genesis.patches.apply_all", `echo "it's" \\ $HOME > /dev/null`, "{ true & }", `find / -maxdepth 0 -exec true {} \;`, "a=1 ", "echo ${MODEL_ID}"},
+	}},
 	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "passenv", Image: "img", PassEnv: []string{"VLLM_ENFORCE_EAGER", "A"}, Env: map[string]string{"B": "x"}, Publish: "${PORT}:8000"}},
-	{opts: Options{Binary: "/b", Mount: "/o/vt", Patchsets: []string{"/p/x.hcl"}}, model: ModelOptions{Name: "launcher", Image: "img", Entrypoint: []string{"bash", "docker/entrypoint.sh"},
-		ServeArgs: Args("single", "it's", "${MODEL_ID}"), Publish: "0.0.0.0:${PORT}:9000"}},
-	{opts: Options{Binary: "/h/bin/vllm-timings", OnFailure: "abort", Patchsets: []string{"/p/x y.hcl"}}, model: ModelOptions{Name: "venv", Venv: "/opt/my venv",
-		ServeArgs: Args("Qwen/Qwen3-8B", "--port", "${PORT}", "it's")}},
-	{opts: Options{Binary: "/b", Patchsets: []string{"/p/x.hcl"}}, model: ModelOptions{Name: "overlay", Image: "img", Overlay: "/tmp/vllm-timings",
-		Before: []string{"set -e"}, ServeArgs: append(Args("m", "it's"), Raw("${A:+--a}")), ExtraDockerArgs: []string{"--read-only", "--user=65534:65534", "--tmpfs=/tmp", "--ipc", "host"}}},
-	{opts: Options{Binary: "/b", OnFailure: "abort"}, model: ModelOptions{Name: "overlay-entrypoint", Image: "img", Overlay: "/run/vt overlay",
-		Entrypoint: []string{"bash", "docker/entrypoint.sh"}, ServeArgs: Args("m")}},
-	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "overlay-venv", Venv: "/v", Overlay: "/var/cache/vt",
-		ServeArgs: Args("--port", "${PORT}")}},
+	{opts: Options{Binary: "/b", Mount: "/o/vt", Patchsets: []string{"/p/x.hcl"}}, model: ModelOptions{
+		Name: "launcher", Image: "img", Entrypoint: []string{"bash", "docker/entrypoint.sh"},
+		ServeArgs: Args("single", "it's", "${MODEL_ID}"), Publish: "0.0.0.0:${PORT}:9000",
+	}},
+	{opts: Options{Binary: "/h/bin/vllm-timings", OnFailure: "abort", Patchsets: []string{"/p/x y.hcl"}}, model: ModelOptions{
+		Name: "venv", Venv: "/opt/my venv",
+		ServeArgs: Args("Qwen/Qwen3-8B", "--port", "${PORT}", "it's"),
+	}},
+	{opts: Options{Binary: "/b", Patchsets: []string{"/p/x.hcl"}}, model: ModelOptions{
+		Name: "overlay", Image: "img", Overlay: "/tmp/vllm-timings",
+		Before: []string{"set -e"}, ServeArgs: append(Args("m", "it's"), Raw("${A:+--a}")), ExtraDockerArgs: []string{"--read-only", "--user=65534:65534", "--tmpfs=/tmp", "--ipc", "host"},
+	}},
+	{opts: Options{Binary: "/b", OnFailure: "abort"}, model: ModelOptions{
+		Name: "overlay-entrypoint", Image: "img", Overlay: "/run/vt overlay",
+		Entrypoint: []string{"bash", "docker/entrypoint.sh"}, ServeArgs: Args("m"),
+	}},
+	{opts: Options{Binary: "/b"}, model: ModelOptions{
+		Name: "overlay-venv", Venv: "/v", Overlay: "/var/cache/vt",
+		ServeArgs: Args("--port", "${PORT}"),
+	}},
 	// Refused by both.
 	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", Overlay: "tmp/vt"}},
 	{opts: Options{Binary: "/b"}, model: ModelOptions{Name: "bad", Image: "img", Overlay: "/tmp/a:b"}},
@@ -355,6 +389,8 @@ func init() {
 		"function", "if", "in", "select", "then", "time", "until", "while", "{", "}")
 	// "a$b" is a bash variable, refused as a plain serve argument.
 	serve := slices.DeleteFunc(slices.Clone(args), func(s string) bool { return s == "a$b" })
-	parityVariants = append(parityVariants, variant{opts: Options{Binary: "/b"},
-		model: ModelOptions{Name: "ascii", Image: "img", ServeArgs: Args(serve...), ExtraDockerArgs: args}})
+	parityVariants = append(parityVariants, variant{
+		opts:  Options{Binary: "/b"},
+		model: ModelOptions{Name: "ascii", Image: "img", ServeArgs: Args(serve...), ExtraDockerArgs: args},
+	})
 }

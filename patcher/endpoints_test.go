@@ -41,20 +41,34 @@ type endpointFixture struct {
 }
 
 var endpointFixtures = []endpointFixture{
-	{name: "endpoints-v0.10.0", chat: "openai-modules-v0.10", responses: "responses-v0.10.0",
-		writes: []string{chatModule, cmplModule, outputProcessor, responsesModule}},
-	{name: "endpoints-v0.10-no-stream", chat: "openai-modules-v0.10", responses: "responses-modules-no-stream",
-		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
-	{name: "endpoints-v0.10.2", chat: "openai-modules-v0.10", responses: "responses-modules", stream: true,
-		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
-	{name: "endpoints-v0.10-stream-events", chat: "openai-modules-v0.10", responses: "responses-modules-stream-events", stream: true,
-		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule}},
-	{name: "endpoints-modules", chat: "openai-modules", responses: "responses-modules", messages: "messages-module", stream: true,
-		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule, messagesModule}},
-	{name: "endpoints-engine", chat: "openai-packages", responses: "responses-engine", messages: "messages-package", stream: true,
-		writes: []string{chatServing, cmplServing, outputProcessor, engineServing, responsesServing, messagesServing}},
-	{name: "endpoints-packages", chat: "openai-packages-raw-stream", responses: "responses-packages", messages: "messages-package", stream: true, incomplete: true,
-		writes: []string{chatServing, cmplServing, outputProcessor, responsesServing, messagesServing}},
+	{
+		name: "endpoints-v0.10.0", chat: "openai-modules-v0.10", responses: "responses-v0.10.0",
+		writes: []string{chatModule, cmplModule, outputProcessor, responsesModule},
+	},
+	{
+		name: "endpoints-v0.10-no-stream", chat: "openai-modules-v0.10", responses: "responses-modules-no-stream",
+		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule},
+	},
+	{
+		name: "endpoints-v0.10.2", chat: "openai-modules-v0.10", responses: "responses-modules", stream: true,
+		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule},
+	},
+	{
+		name: "endpoints-v0.10-stream-events", chat: "openai-modules-v0.10", responses: "responses-modules-stream-events", stream: true,
+		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule},
+	},
+	{
+		name: "endpoints-modules", chat: "openai-modules", responses: "responses-modules", messages: "messages-module", stream: true,
+		writes: []string{chatModule, cmplModule, outputProcessor, servingEngineMod, responsesModule, messagesModule},
+	},
+	{
+		name: "endpoints-engine", chat: "openai-packages", responses: "responses-engine", messages: "messages-package", stream: true,
+		writes: []string{chatServing, cmplServing, outputProcessor, engineServing, responsesServing, messagesServing},
+	},
+	{
+		name: "endpoints-packages", chat: "openai-packages-raw-stream", responses: "responses-packages", messages: "messages-package", stream: true, incomplete: true,
+		writes: []string{chatServing, cmplServing, outputProcessor, responsesServing, messagesServing},
+	},
 }
 
 // part returns the session's choice for a part other than chat.
@@ -246,8 +260,10 @@ func TestEndpointServing(t *testing.T) {
 
 // The driver's engine: 10 prompt tokens, 4 cached, 3 generated; scheduled
 // at 100.0, first token at 100.25, then one every 50 ms.
-var endpointWant = map[string]float64{"prompt_n": 6, "prompt_ms": 250, "prompt_per_token_ms": 250.0 / 6, "prompt_per_second": 24,
-	"predicted_n": 3, "predicted_ms": 100, "predicted_per_token_ms": 100.0 / 3, "predicted_per_second": 30, "cache_n": 4}
+var endpointWant = map[string]float64{
+	"prompt_n": 6, "prompt_ms": 250, "prompt_per_token_ms": 250.0 / 6, "prompt_per_second": 24,
+	"predicted_n": 3, "predicted_ms": 100, "predicted_per_token_ms": 100.0 / 3, "predicted_per_second": 30, "cache_n": 4,
+}
 
 func checkEndpointBodies(t *testing.T, fx endpointFixture, before, after map[string][]map[string]any) {
 	t.Helper()

@@ -87,13 +87,17 @@ type want struct {
 
 func (e engineTruth) want() want {
 	if t := e.Timings; t != nil {
-		return want{input: int(t["prompt_n"]), cached: int(t["cache_n"]), output: int(t["predicted_n"]),
-			promptPerSec: t["prompt_per_second"], genPerSec: t["predicted_per_second"], spanMS: t["prompt_ms"] + t["predicted_ms"]}
+		return want{
+			input: int(t["prompt_n"]), cached: int(t["cache_n"]), output: int(t["predicted_n"]),
+			promptPerSec: t["prompt_per_second"], genPerSec: t["predicted_per_second"], spanMS: t["prompt_ms"] + t["predicted_ms"],
+		}
 	}
 	p, d := e.spans()
 	in := e.PromptTokens - e.CachedTokens
-	return want{input: in, cached: e.CachedTokens, output: e.Generated,
-		promptPerSec: rate(in, p), genPerSec: rate(e.Generated, d), spanMS: p + d, drafts: e.Drafts}
+	return want{
+		input: in, cached: e.CachedTokens, output: e.Generated,
+		promptPerSec: rate(in, p), genPerSec: rate(e.Generated, d), spanMS: p + d, drafts: e.Drafts,
+	}
 }
 
 // expectedTimings is the timings dict the patch must send for e.

@@ -156,8 +156,10 @@ func (s *Session) ApplyOverlay(dir string) (*OverlayResult, error) {
 		// The plan starts from the files without the old scripts' edits,
 		// but the hook serves a copy only while the original is unchanged,
 		// and their edits in files no set writes would keep running.
-		return nil, &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), edit.LegacyTag),
-			Hint: "An overlay cannot take their edits over: take them over in place where the package is writable (in the image build, for example), or use an image without them. Nothing was changed.", Advice: codes.AdviceTakeOverInPlace}
+		return nil, &exit.Error{
+			Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), edit.LegacyTag),
+			Hint: "An overlay cannot take their edits over: take them over in place where the package is writable (in the image build, for example), or use an image without them. Nothing was changed.", Advice: codes.AdviceTakeOverInPlace,
+		}
 	}
 	p, err := s.Plan()
 	if err != nil {

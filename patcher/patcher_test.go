@@ -1,9 +1,6 @@
 package patcher
 
 import (
-	"github.com/vllm-timings/vllm-timings/patcher/find"
-	"github.com/vllm-timings/vllm-timings/patcher/testtree"
-
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -16,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/find"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -541,8 +541,10 @@ func checkDriver(t *testing.T, fx fixtureTree, before, after map[string]any) {
 	}
 }
 
-var timingFields = []string{"prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second",
-	"predicted_n", "predicted_ms", "predicted_per_token_ms", "predicted_per_second", "cache_n"}
+var timingFields = []string{
+	"prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second",
+	"predicted_n", "predicted_ms", "predicted_per_token_ms", "predicted_per_second", "cache_n",
+}
 
 func checkTimings(t *testing.T, name string, tm map[string]any, usage any, drafts bool) {
 	t.Helper()

@@ -651,8 +651,10 @@ func merge(sel *Selection) (*SetPlan, error) {
 						continue files
 					}
 				}
-				return nil, &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q (%s) would write %s differently", other, c.Chosen.Set.Name, PartLabel(c.Part), f.Path),
-					Hint: "Sets of different parts must edit different files; move the edits of one part into its own file, or leave out the user's set. Nothing was changed.", Advice: codes.AdviceSeparateParts}
+				return nil, &exit.Error{
+					Code: ExitDisagree, Msg: fmt.Sprintf("patch sets %q and %q (%s) would write %s differently", other, c.Chosen.Set.Name, PartLabel(c.Part), f.Path),
+					Hint: "Sets of different parts must edit different files; move the edits of one part into its own file, or leave out the user's set. Nothing was changed.", Advice: codes.AdviceSeparateParts,
+				}
 			}
 			owner[f.Path] = c.Chosen.Set.Name
 			m.Files = append(m.Files, f)

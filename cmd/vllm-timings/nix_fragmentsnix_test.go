@@ -27,36 +27,54 @@ func TestCLIMatchesFragmentsNix(t *testing.T) {
 		mkModel   map[string]any // the same as mkModel arguments
 	}
 	sets := []set{
-		{flags: []string{"--binary", "/usr/local/bin/vllm-timings"},
+		{
+			flags:     []string{"--binary", "/usr/local/bin/vllm-timings"},
 			fragments: map[string]any{"binary": "/usr/local/bin/vllm-timings"},
 			model:     []string{"plain", "--image", "vllm/vllm-openai:latest"},
-			mkModel:   map[string]any{"image": "vllm/vllm-openai:latest"}},
-		{flags: []string{"--binary", "/nix/store/0c4y1d8r4k7m2q9l6w3s5x1v8b7n2f0h-vllm-timings-0.1.0/bin/vllm-timings", "--patchset", "/nix/store/5x2h3w4f8l0p0j1d6k9r7q2m3n4b5v6c-extra/extra.hcl"},
+			mkModel:   map[string]any{"image": "vllm/vllm-openai:latest"},
+		},
+		{
+			flags:     []string{"--binary", "/nix/store/0c4y1d8r4k7m2q9l6w3s5x1v8b7n2f0h-vllm-timings-0.1.0/bin/vllm-timings", "--patchset", "/nix/store/5x2h3w4f8l0p0j1d6k9r7q2m3n4b5v6c-extra/extra.hcl"},
 			fragments: map[string]any{"binary": "/nix/store/0c4y1d8r4k7m2q9l6w3s5x1v8b7n2f0h-vllm-timings-0.1.0/bin/vllm-timings", "patchsets": []string{"/nix/store/5x2h3w4f8l0p0j1d6k9r7q2m3n4b5v6c-extra/extra.hcl"}},
 			model:     []string{"qwen-vllm", "--image", "vllm/vllm-openai:v0.11.0", "--docker-arg=--device=nvidia.com/gpu=all", "--macro", "ctx=75000", "--", "Qwen/Qwen3-8B", "--max-model-len", "${ctx}", "--speculative-config", `{"method":"mtp","num_speculative_tokens":3}`},
-			mkModel:   map[string]any{"image": "vllm/vllm-openai:v0.11.0", "extraDockerArgs": []string{"--device=nvidia.com/gpu=all"}, "macros": map[string]string{"ctx": "75000"}, "serveArgs": []string{"Qwen/Qwen3-8B", "--max-model-len", "${ctx}", "--speculative-config", `{"method":"mtp","num_speculative_tokens":3}`}}},
-		{flags: []string{"--binary", "/home/me/My Tools/vllm-timings", "--mount", "/opt/with space/vt", "--on-failure", "abort"},
+			mkModel:   map[string]any{"image": "vllm/vllm-openai:v0.11.0", "extraDockerArgs": []string{"--device=nvidia.com/gpu=all"}, "macros": map[string]string{"ctx": "75000"}, "serveArgs": []string{"Qwen/Qwen3-8B", "--max-model-len", "${ctx}", "--speculative-config", `{"method":"mtp","num_speculative_tokens":3}`}},
+		},
+		{
+			flags:     []string{"--binary", "/home/me/My Tools/vllm-timings", "--mount", "/opt/with space/vt", "--on-failure", "abort"},
 			fragments: map[string]any{"binary": "/home/me/My Tools/vllm-timings", "mountPath": "/opt/with space/vt", "onFailure": "abort"},
 			model:     []string{"spaces", "--image", "img", "--env", "A=b c", "--docker", "/run/current-system/sw/bin/podman", "--", "two words"},
-			mkModel:   map[string]any{"image": "img", "env": map[string]string{"A": "b c"}, "docker": "/run/current-system/sw/bin/podman", "serveArgs": []string{"two words"}}},
-		{flags: []string{"--binary", `/q/it's "x"/vllm-timings`, "--patchset", `/q/"dq".hcl`, "--patchset", "/q/o'neil.hcl", "--patchset", `/q/back\slash $x.hcl`},
+			mkModel:   map[string]any{"image": "img", "env": map[string]string{"A": "b c"}, "docker": "/run/current-system/sw/bin/podman", "serveArgs": []string{"two words"}},
+		},
+		{
+			flags:     []string{"--binary", `/q/it's "x"/vllm-timings`, "--patchset", `/q/"dq".hcl`, "--patchset", "/q/o'neil.hcl", "--patchset", `/q/back\slash $x.hcl`},
 			fragments: map[string]any{"binary": `/q/it's "x"/vllm-timings`, "patchsets": []string{`/q/"dq".hcl`, "/q/o'neil.hcl", `/q/back\slash $x.hcl`}},
 			model:     []string{"quotes", "--image", "img", "--", "it's", `"dq"`, `\`, "--raw", "'$HOME'", "--raw", "${HOME:-/root}"},
-			mkModel:   map[string]any{"image": "img", "serveArgs": []any{"it's", `"dq"`, `\`, map[string]string{"raw": "'$HOME'"}, map[string]string{"raw": "${HOME:-/root}"}}}},
-		{flags: []string{"--binary", "/b"},
+			mkModel:   map[string]any{"image": "img", "serveArgs": []any{"it's", `"dq"`, `\`, map[string]string{"raw": "'$HOME'"}, map[string]string{"raw": "${HOME:-/root}"}}},
+		},
+		{
+			flags:     []string{"--binary", "/b"},
 			fragments: map[string]any{"binary": "/b"},
-			model: []string{"genesis", "--image", "img", "--before", "set -e", "--before", "pip install xxhash -q", "--env", "VLLM_ENFORCE_EAGER", "--env", "A=1",
-				"--publish", "${PORT}:8000", "--", "--raw", "${VLLM_ENFORCE_EAGER:+--enforce-eager}", "Qwen/Qwen3-8B"},
-			mkModel: map[string]any{"image": "img", "before": []string{"set -e", "pip install xxhash -q"}, "env": map[string]any{"VLLM_ENFORCE_EAGER": nil, "A": "1"},
-				"publish": "${PORT}:8000", "serveArgs": []any{map[string]string{"raw": "${VLLM_ENFORCE_EAGER:+--enforce-eager}"}, "Qwen/Qwen3-8B"}}},
-		{flags: []string{"--binary", "/b", "--patchset", "/p/x.hcl"},
+			model: []string{
+				"genesis", "--image", "img", "--before", "set -e", "--before", "pip install xxhash -q", "--env", "VLLM_ENFORCE_EAGER", "--env", "A=1",
+				"--publish", "${PORT}:8000", "--", "--raw", "${VLLM_ENFORCE_EAGER:+--enforce-eager}", "Qwen/Qwen3-8B",
+			},
+			mkModel: map[string]any{
+				"image": "img", "before": []string{"set -e", "pip install xxhash -q"}, "env": map[string]any{"VLLM_ENFORCE_EAGER": nil, "A": "1"},
+				"publish": "${PORT}:8000", "serveArgs": []any{map[string]string{"raw": "${VLLM_ENFORCE_EAGER:+--enforce-eager}"}, "Qwen/Qwen3-8B"},
+			},
+		},
+		{
+			flags:     []string{"--binary", "/b", "--patchset", "/p/x.hcl"},
 			fragments: map[string]any{"binary": "/b", "patchsets": []string{"/p/x.hcl"}},
 			model:     []string{"launcher", "--image", "img", "--entrypoint", "bash", "--entrypoint", "docker/entrypoint.sh", "--", "single"},
-			mkModel:   map[string]any{"image": "img", "entrypoint": []string{"bash", "docker/entrypoint.sh"}, "serveArgs": []string{"single"}}},
-		{flags: []string{"--binary", "/b", "--on-failure", "abort"},
+			mkModel:   map[string]any{"image": "img", "entrypoint": []string{"bash", "docker/entrypoint.sh"}, "serveArgs": []string{"single"}},
+		},
+		{
+			flags:     []string{"--binary", "/b", "--on-failure", "abort"},
 			fragments: map[string]any{"binary": "/b", "onFailure": "abort"},
 			model:     []string{"venv", "--venv", "/srv/venv", "--", "Qwen/Qwen3-8B", "--port", "${PORT}"},
-			mkModel:   map[string]any{"venv": "/srv/venv", "serveArgs": []string{"Qwen/Qwen3-8B", "--port", "${PORT}"}}},
+			mkModel:   map[string]any{"venv": "/srv/venv", "serveArgs": []string{"Qwen/Qwen3-8B", "--port", "${PORT}"}},
+		},
 	}
 
 	dir := t.TempDir()

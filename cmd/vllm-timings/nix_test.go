@@ -20,20 +20,29 @@ import (
 func TestNixFlags(t *testing.T) {
 	var got *nixModelOptions
 	cmd := newCmdNix(func(o *nixModelOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"model", "qwen-vllm", "--binary", "/b", "--mount", "/m", "--on-failure", "abort",
+	cmd.SetArgs([]string{
+		"model", "qwen-vllm", "--binary", "/b", "--mount", "/m", "--on-failure", "abort",
 		"--patchset", "/p/1,2.hcl", "--patchset", "/p/3.hcl", "--image", "img", "--docker", "podman",
 		"--docker-arg=--gpus=all", "--docker-arg", "--ipc=host", "--env", "A=1,2", "--env", "B=x=y", "--env", "C",
 		"--before", "set -e", "--before", "pip install x", "--publish", "${PORT}:8000",
 		"--entrypoint", "bash", "--entrypoint", "docker/entrypoint.sh", "--venv", "/v",
-		"--macro", "ctx=75000", "--format", "json", "--", "Qwen/Qwen3-8B", "--raw", "${X:+--x}", "--max-model-len", "${ctx}", "--", "-x", "--raw", "--raw"})
+		"--macro", "ctx=75000", "--format", "json", "--", "Qwen/Qwen3-8B", "--raw", "${X:+--x}", "--max-model-len", "${ctx}", "--", "-x", "--raw", "--raw",
+	})
 	cmd.SetOut(new(bytes.Buffer))
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	want := nixgen.ModelOptions{
 		Name: "qwen-vllm", Image: "img", Docker: "podman",
-		ServeArgs: []nixgen.Arg{{Text: "Qwen/Qwen3-8B"}, nixgen.Raw("${X:+--x}"), {Text: "--max-model-len"}, {Text: "${ctx}"},
-			{Text: "--"}, {Text: "-x"}, nixgen.Raw("--raw")},
+		ServeArgs: []nixgen.Arg{
+			{Text: "Qwen/Qwen3-8B"},
+			nixgen.Raw("${X:+--x}"),
+			{Text: "--max-model-len"},
+			{Text: "${ctx}"},
+			{Text: "--"},
+			{Text: "-x"},
+			nixgen.Raw("--raw"),
+		},
 		ExtraDockerArgs: []string{"--gpus=all", "--ipc=host"},
 		Env:             map[string]string{"A": "1,2", "B": "x=y"},
 		PassEnv:         []string{"C"},

@@ -1,14 +1,14 @@
 package vendorhash
 
 import (
-	"github.com/vllm-timings/vllm-timings/patcher/testtree"
-
 	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 // makeTree builds a small tree that exercises every NAR node kind: an empty

@@ -91,29 +91,47 @@ func TestPlan(t *testing.T) {
 		off      string
 		disabled bool
 	}{
-		{name: "chat", f: all, argv: []string{"vllm", "serve", "m"}, parts: chat, mode: Auto,
-			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details"), stats: true},
+		{
+			name: "chat", f: all, argv: []string{"vllm", "serve", "m"}, parts: chat, mode: Auto,
+			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details"), stats: true,
+		},
 		{name: "nothing needed", f: all, argv: []string{"vllm", "serve", "m"}, mode: Auto, disabled: true},
 		{name: "off", f: all, argv: []string{"vllm", "serve", "m"}, parts: chat, mode: Off, disabled: true},
-		{name: "always", f: all, argv: []string{"vllm", "serve", "m"}, mode: Always,
-			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details"), stats: true},
+		{
+			name: "always", f: all, argv: []string{"vllm", "serve", "m"}, mode: Always,
+			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details"), stats: true,
+		},
 		{name: "responses only", f: all, argv: []string{"/opt/venv/bin/vllm", "serve", "m"}, parts: Parts{Responses: true}, mode: Auto, args: mw, stats: true},
-		{name: "messages only", f: all, argv: []string{"vllm", "serve", "m"}, parts: Parts{Messages: true}, mode: Auto,
-			args: append(mw, "--enable-prompt-tokens-details"), stats: true},
+		{
+			name: "messages only", f: all, argv: []string{"vllm", "serve", "m"}, parts: Parts{Messages: true}, mode: Auto,
+			args: append(mw, "--enable-prompt-tokens-details"), stats: true,
+		},
 		{name: "user flags kept", f: all, argv: []string{"vllm", "serve", "m", "--enable_force_include_usage", "--no-enable-prompt-tokens-details=1", "--middleware", Middleware}, parts: chat, mode: Auto, stats: true},
-		{name: "stats off", f: all, argv: []string{"vllm", "serve", "m", "--disable-log-stats"}, parts: chat, mode: Auto,
-			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details")},
-		{name: "stats off in config", f: all, argv: []string{"vllm", "serve", "m", "--config", "c.yaml"}, parts: chat, mode: Auto, config: yaml("model: m\ndisable-log-stats: true\n"),
-			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details")},
-		{name: "config sets a flag", f: all, argv: []string{"vllm", "serve", "--config=c.yaml"}, parts: chat, mode: Auto, config: yaml("enable_prompt_tokens_details: false\n"),
-			args: append(mw, "--enable-force-include-usage"), stats: true},
+		{
+			name: "stats off", f: all, argv: []string{"vllm", "serve", "m", "--disable-log-stats"}, parts: chat, mode: Auto,
+			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details"),
+		},
+		{
+			name: "stats off in config", f: all, argv: []string{"vllm", "serve", "m", "--config", "c.yaml"}, parts: chat, mode: Auto, config: yaml("model: m\ndisable-log-stats: true\n"),
+			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details"),
+		},
+		{
+			name: "config sets a flag", f: all, argv: []string{"vllm", "serve", "--config=c.yaml"}, parts: chat, mode: Auto, config: yaml("enable_prompt_tokens_details: false\n"),
+			args: append(mw, "--enable-force-include-usage"), stats: true,
+		},
 		{name: "unreadable config assumes everything", f: all, argv: []string{"vllm", "serve", "--config", "c.yaml"}, parts: chat, mode: Auto, config: noConfig, args: mw},
-		{name: "no ids", f: Features{Middleware: true, ForceIncludeUsage: true, StatLoggerPlugins: true}, argv: []string{"vllm", "serve", "m"}, parts: chat, mode: Auto,
-			args: append(mw, "--enable-force-include-usage")},
-		{name: "old vllm", f: Features{Middleware: true, ForceIncludeUsage: true, PromptTokensDetails: true}, argv: []string{"vllm", "serve", "m"}, parts: chat, mode: Auto,
-			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details")},
-		{name: "python -m", f: all, argv: []string{"/usr/bin/python3", "-u", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"}, parts: chat, mode: Auto,
-			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details"), stats: true},
+		{
+			name: "no ids", f: Features{Middleware: true, ForceIncludeUsage: true, StatLoggerPlugins: true}, argv: []string{"vllm", "serve", "m"}, parts: chat, mode: Auto,
+			args: append(mw, "--enable-force-include-usage"),
+		},
+		{
+			name: "old vllm", f: Features{Middleware: true, ForceIncludeUsage: true, PromptTokensDetails: true}, argv: []string{"vllm", "serve", "m"}, parts: chat, mode: Auto,
+			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details"),
+		},
+		{
+			name: "python -m", f: all, argv: []string{"/usr/bin/python3", "-u", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"}, parts: chat, mode: Auto,
+			args: append(mw, "--enable-force-include-usage", "--enable-prompt-tokens-details"), stats: true,
+		},
 		{name: "python -m cli serve", f: all, argv: []string{"python3.12", "-m", "vllm.entrypoints.cli.main", "serve", "m"}, parts: Parts{Responses: true}, mode: Auto, args: mw, stats: true},
 		{name: "python -I", f: all, argv: []string{"python3", "-I", "-m", "vllm.entrypoints.openai.api_server"}, parts: chat, mode: Auto, off: "not `vllm serve`"},
 		{name: "launcher", f: all, argv: []string{"bash", "docker/entrypoint.sh", "single"}, parts: chat, mode: Auto, off: "not `vllm serve`"},

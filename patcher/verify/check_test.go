@@ -75,11 +75,15 @@ func TestCheckTimings(t *testing.T) {
 		{name: "integer durations are numbers too", timings: with(map[string]string{"prompt_ms": "40", "prompt_per_second": "500"}), usage: goodUsage},
 		{name: "rounded to two decimals", timings: with(map[string]string{"prompt_n": "3", "prompt_ms": "1.0", "prompt_per_token_ms": "0.33", "prompt_per_second": "3000.0", "cache_n": "97"}), usage: &Usage{PromptTokens: i64(100), CompletionTokens: i64(16)}},
 		{name: "speculative decoding", timings: with(map[string]string{"draft_n": "10", "draft_n_accepted": "7"}), usage: goodUsage},
-		{name: "no prompt evaluated: rates 0", timings: with(map[string]string{"prompt_n": "0", "prompt_ms": "0.5", "prompt_per_token_ms": "0.0", "prompt_per_second": "0.0", "cache_n": "100"}),
-			usage: &Usage{PromptTokens: i64(100), CompletionTokens: i64(16), CachedTokens: i64(100)}},
+		{
+			name: "no prompt evaluated: rates 0", timings: with(map[string]string{"prompt_n": "0", "prompt_ms": "0.5", "prompt_per_token_ms": "0.0", "prompt_per_second": "0.0", "cache_n": "100"}),
+			usage: &Usage{PromptTokens: i64(100), CompletionTokens: i64(16), CachedTokens: i64(100)},
+		},
 		{name: "zero duration: rates 0", timings: with(map[string]string{"prompt_ms": "0", "prompt_per_token_ms": "0", "prompt_per_second": "0"}), usage: goodUsage},
-		{name: "zero duration, rate from it", timings: with(map[string]string{"prompt_ms": "0", "prompt_per_token_ms": "0", "prompt_per_second": "1e308"}), usage: goodUsage,
-			want: []string{CheckPerSecond}, msg: "0 is the defined value"},
+		{
+			name: "zero duration, rate from it", timings: with(map[string]string{"prompt_ms": "0", "prompt_per_token_ms": "0", "prompt_per_second": "1e308"}), usage: goodUsage,
+			want: []string{CheckPerSecond}, msg: "0 is the defined value",
+		},
 
 		{name: "not an object", timings: `[1,2]`, want: []string{CheckFieldType}, msg: "timings is an array"},
 		{name: "null", timings: `null`, want: []string{CheckFieldType}, msg: "timings is null"},
@@ -95,16 +99,26 @@ func TestCheckTimings(t *testing.T) {
 		{name: "negative duration", timings: with(map[string]string{"predicted_ms": `-320.0`}), usage: goodUsage, want: []string{CheckNegative}},
 		{name: "negative count", timings: with(map[string]string{"cache_n": `-1`}), usage: goodUsage, want: []string{CheckNegative}},
 
-		{name: "cache counted in prompt_n", timings: with(map[string]string{"prompt_n": "100", "prompt_per_token_ms": "0.4", "prompt_per_second": "2500"}), usage: goodUsage,
-			want: []string{CheckCacheInPromptN}, msg: "cached tokens are counted in prompt_n"},
-		{name: "cache counted in prompt_n, cache_n 0", timings: with(map[string]string{"prompt_n": "100", "prompt_per_token_ms": "0.4", "prompt_per_second": "2500", "cache_n": "0"}), usage: goodUsage,
-			want: []string{CheckCacheInPromptN}, msg: "cached_tokens = 80 but cache_n = 0"},
-		{name: "prompt count off", timings: good, usage: &Usage{PromptTokens: i64(101), CompletionTokens: i64(16)},
-			want: []string{CheckPromptCount}, msg: "20 + 80 = 100 but usage.prompt_tokens = 101"},
-		{name: "cache count off", timings: good, usage: &Usage{PromptTokens: i64(100), CompletionTokens: i64(16), CachedTokens: i64(64)},
-			want: []string{CheckCacheCount}},
-		{name: "predicted count off", timings: good, usage: &Usage{PromptTokens: i64(100), CompletionTokens: i64(15)},
-			want: []string{CheckPredictedCount}, msg: "predicted_n = 16 but usage.completion_tokens = 15"},
+		{
+			name: "cache counted in prompt_n", timings: with(map[string]string{"prompt_n": "100", "prompt_per_token_ms": "0.4", "prompt_per_second": "2500"}), usage: goodUsage,
+			want: []string{CheckCacheInPromptN}, msg: "cached tokens are counted in prompt_n",
+		},
+		{
+			name: "cache counted in prompt_n, cache_n 0", timings: with(map[string]string{"prompt_n": "100", "prompt_per_token_ms": "0.4", "prompt_per_second": "2500", "cache_n": "0"}), usage: goodUsage,
+			want: []string{CheckCacheInPromptN}, msg: "cached_tokens = 80 but cache_n = 0",
+		},
+		{
+			name: "prompt count off", timings: good, usage: &Usage{PromptTokens: i64(101), CompletionTokens: i64(16)},
+			want: []string{CheckPromptCount}, msg: "20 + 80 = 100 but usage.prompt_tokens = 101",
+		},
+		{
+			name: "cache count off", timings: good, usage: &Usage{PromptTokens: i64(100), CompletionTokens: i64(16), CachedTokens: i64(64)},
+			want: []string{CheckCacheCount},
+		},
+		{
+			name: "predicted count off", timings: good, usage: &Usage{PromptTokens: i64(100), CompletionTokens: i64(15)},
+			want: []string{CheckPredictedCount}, msg: "predicted_n = 16 but usage.completion_tokens = 15",
+		},
 		{name: "usage without prompt_tokens", timings: good, usage: &Usage{CompletionTokens: i64(16)}},
 
 		{name: "per_second in ms units", timings: with(map[string]string{"predicted_per_second": "0.05"}), usage: goodUsage, want: []string{CheckPerSecond}},
@@ -167,11 +181,16 @@ func TestEndpointUsage(t *testing.T) {
 		prompt, cached        int64 // the whole prompt and the cached tokens as read; -1: absent
 		fails                 []string
 	}{
-		{"responses", EndpointResponses, `{"input_tokens":38,"input_tokens_details":{"cached_tokens":32},"output_tokens":16,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":54}`,
-			38, 32, nil},
+		{
+			"responses", EndpointResponses, `{"input_tokens":38,"input_tokens_details":{"cached_tokens":32},"output_tokens":16,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":54}`,
+			38, 32, nil,
+		},
 		{"responses v0.10.0", EndpointResponses, `{"prompt_tokens":38,"completion_tokens":16,"total_tokens":54}`, 38, -1, nil},
-		{"responses cached wrong", EndpointResponses, `{"input_tokens":38,"input_tokens_details":{"cached_tokens":16},"output_tokens":16}`,
-			38, 16, []string{"cache-count: cache_n = 32 but usage.input_tokens_details.cached_tokens = 16"}},
+		{
+			"responses cached wrong", EndpointResponses, `{"input_tokens":38,"input_tokens_details":{"cached_tokens":16},"output_tokens":16}`,
+			38, 16,
+			[]string{"cache-count: cache_n = 32 but usage.input_tokens_details.cached_tokens = 16"},
+		},
 		// vLLM before v0.24, or without --enable-prompt-tokens-details:
 		// input_tokens is the whole prompt.
 		{"messages old", EndpointMessages, `{"input_tokens":38,"output_tokens":16}`, 38, -1, nil},
@@ -180,10 +199,14 @@ func TestEndpointUsage(t *testing.T) {
 		{"messages cache read", EndpointMessages, `{"input_tokens":6,"output_tokens":16,"cache_read_input_tokens":32,"cache_creation_input_tokens":0}`, 38, 32, nil},
 		{"messages cache written", EndpointMessages, `{"input_tokens":2,"output_tokens":16,"cache_read_input_tokens":32,"cache_creation_input_tokens":4}`, 38, 32, nil},
 		{"messages null cache", EndpointMessages, `{"input_tokens":38,"output_tokens":16,"cache_read_input_tokens":null}`, 38, -1, nil},
-		{"messages prompt_n from input_tokens", EndpointMessages, `{"input_tokens":6,"output_tokens":17,"cache_read_input_tokens":26}`, 32, 26,
-			[]string{"prompt-count: prompt_n + cache_n = 6 + 32 = 38 but usage.input_tokens + cache_read_input_tokens = 32",
+		{
+			"messages prompt_n from input_tokens", EndpointMessages, `{"input_tokens":6,"output_tokens":17,"cache_read_input_tokens":26}`, 32, 26,
+			[]string{
+				"prompt-count: prompt_n + cache_n = 6 + 32 = 38 but usage.input_tokens + cache_read_input_tokens = 32",
 				"cache-count: cache_n = 32 but usage.cache_read_input_tokens = 26",
-				"predicted-count: predicted_n = 16 but usage.output_tokens = 17"}},
+				"predicted-count: predicted_n = 16 but usage.output_tokens = 17",
+			},
+		},
 		// Chat ignores the other endpoints' names.
 		{"chat", EndpointChat, `{"input_tokens":38,"output_tokens":16}`, -1, -1, nil},
 	} {

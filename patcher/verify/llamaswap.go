@@ -235,8 +235,10 @@ func swapTruth(t Timings) (SwapRow, bool) {
 	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
 		return SwapRow{}, false
 	}
-	return SwapRow{Input: int64(pn), Cached: int64(cn), Output: int64(dn),
-		PromptPerSecond: perSecond(pn, pms), TokensPerSecond: perSecond(dn, dms), DurationMS: pms + dms}, true
+	return SwapRow{
+		Input: int64(pn), Cached: int64(cn), Output: int64(dn),
+		PromptPerSecond: perSecond(pn, pms), TokensPerSecond: perSecond(dn, dms), DurationMS: pms + dms,
+	}, true
 }
 
 func perSecond(n, ms float64) float64 {

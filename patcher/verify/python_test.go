@@ -1,8 +1,6 @@
 package verify_test
 
 import (
-	"github.com/vllm-timings/vllm-timings/patcher/testtree"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -12,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 
 	"github.com/vllm-timings/vllm-timings/patcher/verify"
 )

@@ -200,12 +200,16 @@ func (rq Request) payload(model string) map[string]any {
 	switch rq.Endpoint {
 	case EndpointResponses:
 		// store false: nothing for the server to keep.
-		return map[string]any{"model": model, "instructions": rq.system, "input": rq.user,
-			"max_output_tokens": maxTokens, "temperature": 0, "stream": rq.Stream, "store": false}
+		return map[string]any{
+			"model": model, "instructions": rq.system, "input": rq.user,
+			"max_output_tokens": maxTokens, "temperature": 0, "stream": rq.Stream, "store": false,
+		}
 	case EndpointMessages:
-		return map[string]any{"model": model, "system": rq.system,
+		return map[string]any{
+			"model": model, "system": rq.system,
 			"messages":   []map[string]string{{"role": "user", "content": rq.user}},
-			"max_tokens": maxTokens, "temperature": 0, "stream": rq.Stream}
+			"max_tokens": maxTokens, "temperature": 0, "stream": rq.Stream,
+		}
 	}
 	p := map[string]any{
 		"model":       model,

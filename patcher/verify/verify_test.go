@@ -148,8 +148,10 @@ func TestScenarios(t *testing.T) {
 		// the cache in prompt_n makes no difference there; the plain
 		// stream has no usage to compare with.
 		{"cache-in-prompt-n", verify.ExitChecksFailed, expand(verify.CheckCacheInPromptN, repeat, chatSU, complSU), nil},
-		{"cache-in-prompt-n-zero-cache", verify.ExitChecksFailed, expand(verify.CheckCacheInPromptN, repeat, chatSU, complSU),
-			[]string{repeat + ": no-cache-hit"}},
+		{
+			"cache-in-prompt-n-zero-cache", verify.ExitChecksFailed, expand(verify.CheckCacheInPromptN, repeat, chatSU, complSU),
+			[]string{repeat + ": no-cache-hit"},
+		},
 		{"prompt-count", verify.ExitChecksFailed, expand(verify.CheckPromptCount, usageReq), nil},
 		{"predicted-count", verify.ExitChecksFailed, expand(verify.CheckPredictedCount, usageReq), nil},
 		{"cache-count", verify.ExitChecksFailed, expand(verify.CheckCacheCount, repeat, chatSU, complSU), nil},

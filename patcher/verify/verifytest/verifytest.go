@@ -59,59 +59,96 @@ type scenario struct {
 
 var scenarios = map[string]scenario{
 	"good": {doc: "correct llama.cpp-shaped timings on every response"},
-	"full-cache-hit": {doc: "correct; the repeated prompt is served from the cache entirely (prompt_n 0, rates 0)",
-		fullCacheHit: true},
-	"no-usage-chunk": {doc: "correct, but streams never carry usage (stream_options ignored)",
-		noUsageChunk: true},
-	"no-timings": {doc: "no timings anywhere (unpatched vLLM)",
-		noTimings: "all"},
-	"stream-no-timings": {doc: "timings on full responses only, never in streams",
-		noTimings: "stream"},
-	"usage-chunk-without-timings": {doc: "timings on the finish_reason chunk, then a usage chunk without them",
-		timingsNotOnUsageChunk: true},
-	"missing-fields": {doc: "timings lack predicted_per_second and cache_n",
-		timings: func(t *object, _ *counts) { t.del("predicted_per_second"); t.del("cache_n") }},
-	"float-count": {doc: "prompt_n sent as 12.0, not an integer",
-		timings: func(t *object, c *counts) { t.set("prompt_n", json.Number(fmt.Sprintf("%d.0", c.promptN))) }},
-	"null-rate": {doc: "prompt_per_second is null (pydantic's way of writing NaN)",
-		timings: func(t *object, _ *counts) { t.set("prompt_per_second", nil) }},
-	"nan": {doc: "prompt_per_second is a bare NaN (Python json.dumps)",
-		timings: func(t *object, _ *counts) { t.set("prompt_per_second", nanMark) }},
-	"infinite": {doc: "predicted_per_token_ms is a bare Infinity",
-		timings: func(t *object, _ *counts) { t.set("predicted_per_token_ms", infMark) }},
-	"negative": {doc: "predicted_ms is negative",
-		timings: func(t *object, c *counts) { t.set("predicted_ms", -c.predictedMS) }},
-	"cache-in-prompt-n": {doc: "cached tokens counted in prompt_n (rates consistent with that inflated count)",
+	"full-cache-hit": {
+		doc:          "correct; the repeated prompt is served from the cache entirely (prompt_n 0, rates 0)",
+		fullCacheHit: true,
+	},
+	"no-usage-chunk": {
+		doc:          "correct, but streams never carry usage (stream_options ignored)",
+		noUsageChunk: true,
+	},
+	"no-timings": {
+		doc:       "no timings anywhere (unpatched vLLM)",
+		noTimings: "all",
+	},
+	"stream-no-timings": {
+		doc:       "timings on full responses only, never in streams",
+		noTimings: "stream",
+	},
+	"usage-chunk-without-timings": {
+		doc:                    "timings on the finish_reason chunk, then a usage chunk without them",
+		timingsNotOnUsageChunk: true,
+	},
+	"missing-fields": {
+		doc:     "timings lack predicted_per_second and cache_n",
+		timings: func(t *object, _ *counts) { t.del("predicted_per_second"); t.del("cache_n") },
+	},
+	"float-count": {
+		doc:     "prompt_n sent as 12.0, not an integer",
+		timings: func(t *object, c *counts) { t.set("prompt_n", json.Number(fmt.Sprintf("%d.0", c.promptN))) },
+	},
+	"null-rate": {
+		doc:     "prompt_per_second is null (pydantic's way of writing NaN)",
+		timings: func(t *object, _ *counts) { t.set("prompt_per_second", nil) },
+	},
+	"nan": {
+		doc:     "prompt_per_second is a bare NaN (Python json.dumps)",
+		timings: func(t *object, _ *counts) { t.set("prompt_per_second", nanMark) },
+	},
+	"infinite": {
+		doc:     "predicted_per_token_ms is a bare Infinity",
+		timings: func(t *object, _ *counts) { t.set("predicted_per_token_ms", infMark) },
+	},
+	"negative": {
+		doc:     "predicted_ms is negative",
+		timings: func(t *object, c *counts) { t.set("predicted_ms", -c.predictedMS) },
+	},
+	"cache-in-prompt-n": {
+		doc: "cached tokens counted in prompt_n (rates consistent with that inflated count)",
 		timings: func(t *object, c *counts) {
 			c.promptN = c.promptTokens
 			t.setRates(c)
-		}},
-	"cache-in-prompt-n-zero-cache": {doc: "cache_n always 0 and prompt_n = prompt_tokens, while usage reports cached tokens",
+		},
+	},
+	"cache-in-prompt-n-zero-cache": {
+		doc: "cache_n always 0 and prompt_n = prompt_tokens, while usage reports cached tokens",
 		timings: func(t *object, c *counts) {
 			c.promptN, c.cacheN = c.promptTokens, 0
 			t.setRates(c)
-		}},
-	"prompt-count": {doc: "prompt_n one less than it should be",
+		},
+	},
+	"prompt-count": {
+		doc: "prompt_n one less than it should be",
 		timings: func(t *object, c *counts) {
 			c.promptN--
 			t.setRates(c)
-		}},
-	"predicted-count": {doc: "predicted_n one more than usage.completion_tokens",
+		},
+	},
+	"predicted-count": {
+		doc: "predicted_n one more than usage.completion_tokens",
 		timings: func(t *object, c *counts) {
 			c.predictedN++
 			t.setRates(c)
-		}},
-	"cache-count": {doc: "usage.prompt_tokens_details.cached_tokens is 16 more than cache_n when anything is cached",
+		},
+	},
+	"cache-count": {
+		doc: "usage.prompt_tokens_details.cached_tokens is 16 more than cache_n when anything is cached",
 		usage: func(u *object, c *counts) {
 			if c.cacheN > 0 {
 				u.set("prompt_tokens_details", map[string]any{"cached_tokens": c.cacheN + 16})
 			}
-		}},
-	"per-second": {doc: "predicted_per_second computed with milliseconds taken for seconds",
-		timings: func(t *object, c *counts) { t.set("predicted_per_second", float64(c.predictedN)/c.predictedMS) }},
-	"per-token-ms": {doc: "prompt_per_token_ms is prompt_n/prompt_ms, inverted",
-		timings: func(t *object, c *counts) { t.set("prompt_per_token_ms", float64(c.promptN)/c.promptMS) }},
-	"zero-rule": {doc: "full cache hit on the repeat, but prompt_per_token_ms is prompt_ms/1 instead of the defined 0",
+		},
+	},
+	"per-second": {
+		doc:     "predicted_per_second computed with milliseconds taken for seconds",
+		timings: func(t *object, c *counts) { t.set("predicted_per_second", float64(c.predictedN)/c.predictedMS) },
+	},
+	"per-token-ms": {
+		doc:     "prompt_per_token_ms is prompt_n/prompt_ms, inverted",
+		timings: func(t *object, c *counts) { t.set("prompt_per_token_ms", float64(c.promptN)/c.promptMS) },
+	},
+	"zero-rule": {
+		doc:          "full cache hit on the repeat, but prompt_per_token_ms is prompt_ms/1 instead of the defined 0",
 		fullCacheHit: true,
 		timings: func(t *object, c *counts) {
 			if c.promptN == 0 {
@@ -119,61 +156,87 @@ var scenarios = map[string]scenario{
 				t.setRates(c)
 				t.set("prompt_per_token_ms", c.promptMS)
 			}
-		}},
-	"wall-time": {doc: "predicted_ms of nearly three hours (rates consistent with it)",
+		},
+	},
+	"wall-time": {
+		doc: "predicted_ms of nearly three hours (rates consistent with it)",
 		timings: func(t *object, c *counts) {
 			c.predictedMS = 1e7
 			t.setRates(c)
-		}},
-	"draft": {doc: "draft_n_accepted exceeds draft_n",
-		timings: func(t *object, _ *counts) { t.set("draft_n", 4); t.set("draft_n_accepted", 6) }},
-	"draft-good": {doc: "correct, with speculative decoding fields",
-		timings: func(t *object, _ *counts) { t.set("draft_n", 6); t.set("draft_n_accepted", 4) }},
-	"responses-timings-in-response": {doc: "a Responses stream's timings inside response.completed's response, where llama-swap does not look",
-		timingsInResponse: true},
-	"messages-prompt-from-input-tokens": {doc: "on /v1/messages, prompt_n taken as input_tokens - cache_n, though Anthropic's input_tokens already leaves the cache out",
+		},
+	},
+	"draft": {
+		doc:     "draft_n_accepted exceeds draft_n",
+		timings: func(t *object, _ *counts) { t.set("draft_n", 4); t.set("draft_n_accepted", 6) },
+	},
+	"draft-good": {
+		doc:     "correct, with speculative decoding fields",
+		timings: func(t *object, _ *counts) { t.set("draft_n", 6); t.set("draft_n_accepted", 4) },
+	},
+	"responses-timings-in-response": {
+		doc:               "a Responses stream's timings inside response.completed's response, where llama-swap does not look",
+		timingsInResponse: true,
+	},
+	"messages-prompt-from-input-tokens": {
+		doc: "on /v1/messages, prompt_n taken as input_tokens - cache_n, though Anthropic's input_tokens already leaves the cache out",
 		timings: func(t *object, c *counts) {
 			if c.endpoint == "messages" && c.cacheN > 0 {
 				c.promptN = max(0, c.promptTokens-c.cacheN-c.createdN-c.cacheN)
 				t.setRates(c)
 			}
-		}},
-	"vllm-metrics": {doc: "correct timings, and vLLM's per-request metrics in full, as before the patch cleared two of their fields",
-		vllmMetrics: "all"},
-	"vllm-metrics-cleared": {doc: "correct timings, and vLLM's per-request metrics without time_to_first_token_ms and mean_itl_ms",
-		vllmMetrics: "cleared"},
-	"wrong-content-type": {doc: "streams sent as application/json",
-		streamContentType: "application/json"},
-	"auth": {doc: "wants Authorization: Bearer " + APIKey + "; correct once given",
+		},
+	},
+	"vllm-metrics": {
+		doc:         "correct timings, and vLLM's per-request metrics in full, as before the patch cleared two of their fields",
+		vllmMetrics: "all",
+	},
+	"vllm-metrics-cleared": {
+		doc:         "correct timings, and vLLM's per-request metrics without time_to_first_token_ms and mean_itl_ms",
+		vllmMetrics: "cleared",
+	},
+	"wrong-content-type": {
+		doc:               "streams sent as application/json",
+		streamContentType: "application/json",
+	},
+	"auth": {
+		doc: "wants Authorization: Bearer " + APIKey + "; correct once given",
 		handler: func(w http.ResponseWriter, r *http.Request, _ *request) bool {
 			if r.Header.Get("Authorization") == "Bearer "+APIKey {
 				return false
 			}
 			writeError(w, http.StatusUnauthorized, "invalid API key")
 			return true
-		}},
-	"forbidden": {doc: "403 on every request",
+		},
+	},
+	"forbidden": {
+		doc: "403 on every request",
 		handler: func(w http.ResponseWriter, _ *http.Request, _ *request) bool {
 			writeError(w, http.StatusForbidden, "forbidden")
 			return true
-		}},
-	"http-500": {doc: "500 on chat completions",
+		},
+	},
+	"http-500": {
+		doc: "500 on chat completions",
 		handler: func(w http.ResponseWriter, r *http.Request, _ *request) bool {
 			if r.URL.Path != "/v1/chat/completions" {
 				return false
 			}
 			writeError(w, http.StatusInternalServerError, "engine dead")
 			return true
-		}},
-	"no-completions": {doc: "404 on /v1/completions",
+		},
+	},
+	"no-completions": {
+		doc: "404 on /v1/completions",
 		handler: func(w http.ResponseWriter, r *http.Request, _ *request) bool {
 			if r.URL.Path != "/v1/completions" {
 				return false
 			}
 			http.NotFound(w, r)
 			return true
-		}},
-	"not-json": {doc: "an HTML page with status 200 on completions",
+		},
+	},
+	"not-json": {
+		doc: "an HTML page with status 200 on completions",
 		handler: func(w http.ResponseWriter, r *http.Request, _ *request) bool {
 			if !strings.HasSuffix(r.URL.Path, "completions") {
 				return false
@@ -181,8 +244,10 @@ var scenarios = map[string]scenario{
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprint(w, "<html><body>It works!</body></html>\n")
 			return true
-		}},
-	"stream-not-json": {doc: "a stream whose data: lines are not JSON",
+		},
+	},
+	"stream-not-json": {
+		doc: "a stream whose data: lines are not JSON",
 		handler: func(w http.ResponseWriter, _ *http.Request, req *request) bool {
 			if !req.Stream {
 				return false
@@ -190,8 +255,10 @@ var scenarios = map[string]scenario{
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "data: {\"choices\": [\n\ndata: [DONE]\n\n")
 			return true
-		}},
-	"stream-error-event": {doc: "streams answer 200, then an error event (vLLM's way of failing mid-stream)",
+		},
+	},
+	"stream-error-event": {
+		doc: "streams answer 200, then an error event (vLLM's way of failing mid-stream)",
 		handler: func(w http.ResponseWriter, _ *http.Request, req *request) bool {
 			if !req.Stream {
 				return false
@@ -199,8 +266,10 @@ var scenarios = map[string]scenario{
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "data: {\"error\": {\"message\": \"out of KV cache\", \"type\": \"InternalServerError\", \"code\": 500}}\n\ndata: [DONE]\n\n")
 			return true
-		}},
-	"broken-stream": {doc: "streams break off after two events",
+		},
+	},
+	"broken-stream": {
+		doc: "streams break off after two events",
 		handler: func(w http.ResponseWriter, _ *http.Request, req *request) bool {
 			if !req.Stream {
 				return false
@@ -210,8 +279,10 @@ var scenarios = map[string]scenario{
 			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"blue\"}}]}\n\n")
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler)
-		}},
-	"broken-body": {doc: "a full response cut off before its Content-Length",
+		},
+	},
+	"broken-body": {
+		doc: "a full response cut off before its Content-Length",
 		handler: func(w http.ResponseWriter, r *http.Request, _ *request) bool {
 			if !strings.HasSuffix(r.URL.Path, "completions") {
 				return false
@@ -221,24 +292,30 @@ var scenarios = map[string]scenario{
 			fmt.Fprint(w, `{"id":"cmpl-1","choices":[`)
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler)
-		}},
-	"hang-up": {doc: "closes the connection without answering",
+		},
+	},
+	"hang-up": {
+		doc: "closes the connection without answering",
 		handler: func(w http.ResponseWriter, r *http.Request, _ *request) bool {
 			conn, _, err := http.NewResponseController(w).Hijack()
 			if err == nil {
 				conn.Close()
 			}
 			return true
-		}},
-	"hang": {doc: "answers /v1/models, then never answers until the client gives up",
+		},
+	},
+	"hang": {
+		doc: "answers /v1/models, then never answers until the client gives up",
 		handler: func(w http.ResponseWriter, r *http.Request, _ *request) bool {
 			if r.URL.Path == "/v1/models" {
 				return false
 			}
 			<-r.Context().Done()
 			return true
-		}},
-	"no-models": {doc: "/v1/models lists nothing",
+		},
+	},
+	"no-models": {
+		doc: "/v1/models lists nothing",
 		handler: func(w http.ResponseWriter, r *http.Request, _ *request) bool {
 			if r.URL.Path != "/v1/models" {
 				return false
@@ -246,7 +323,8 @@ var scenarios = map[string]scenario{
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"object":"list","data":[]}`)
 			return true
-		}},
+		},
+	},
 }
 
 // Scenarios lists the scenario names, sorted.
@@ -624,8 +702,10 @@ func (s *server) endpoint(w http.ResponseWriter, api string, req *request) {
 			o.set("model", req.Model)
 			o.set("status", status)
 			if status == "completed" {
-				o.set("output", []any{map[string]any{"type": "message", "id": "msg-" + id, "role": "assistant", "status": "completed",
-					"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}})
+				o.set("output", []any{map[string]any{
+					"type": "message", "id": "msg-" + id, "role": "assistant", "status": "completed",
+					"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}},
+				}})
 			} else {
 				o.set("output", []any{})
 			}
