@@ -33,7 +33,7 @@ buildGoModule {
   # The NAR hash of `go mod vendor`'s output. Print it with scripts/vendor-hash;
   # `scripts/vendor-hash -w` rewrites this line, and a Go test fails when it is
   # stale.
-  vendorHash = "sha256-eB2wWJSIyue0qULyeU9mzWbNnyuslCIRO2gVytTI4ys=";
+  vendorHash = "sha256-kmOTfjD2d6BZuCFPXsApWvMZQmfR0mkOmrbqkfETdh0=";
 
   subPackages = [ "cmd/vllm-timings" ];
 
