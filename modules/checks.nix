@@ -9,7 +9,7 @@
 let
   inherit (nixpkgs) lib;
   exe = lib.getExe package;
-  moduleTests = ./nixos/tests;
+  moduleTests = ./tests;
   updateHint = "VLLM_TIMINGS_NIXPKGS_LIB=<a nixpkgs checkout> go test ./modules -run TestModuleEval -update";
 in
 {
@@ -47,7 +47,7 @@ in
         jq -S . "$actualPath" > actual.json
         jq -S . ${moduleTests + "/expected.json"} > expected.json
         if ! diff -u expected.json actual.json; then
-          echo "The module's strings differ from modules/nixos/tests/expected.json (- expected, + actual)." >&2
+          echo "The module's strings differ from modules/tests/expected.json (- expected, + actual)." >&2
           echo "If the change is intended, update it: ${updateHint}" >&2
           exit 1
         fi
@@ -154,7 +154,7 @@ in
 
   # The NixOS VM test: nixpkgs' llama-swap unit, this module and a Docker
   # stand-in; a request through llama-swap must return timings. Needs KVM.
-  vm = import ./nixos/tests/vm.nix { inherit pkgs module package; };
+  vm = import ./tests/vm.nix { inherit pkgs module package; };
 
   # nixfmt (RFC 166 style) over every Nix file. Fix: nix fmt
   format =

@@ -22,8 +22,8 @@ import (
 // nothing is added to /etc/group.
 const standinGroup = 64999
 
-// TestDockerStandIn runs what the VM test (nixos/tests/vm.nix) runs, minus
-// systemd and NixOS: nixos/tests/docker-standin.py as root on a socket
+// TestDockerStandIn runs what the VM test (tests/vm.nix) runs, minus
+// systemd and NixOS: tests/docker-standin.py as root on a socket
 // root:64999 0660, and the real llama-swap as nobody with that group,
 // serving one model made by `vllm-timings nix model` (the module's mkModel,
 // held to it by TestModuleMatchesCLI) whose docker is the stand-in's client.
@@ -68,7 +68,7 @@ func TestDockerStandIn(t *testing.T) {
 	vt := copyExe(testtree.VllmTimings(t), "vllm-timings")
 	llamaSwap := copyExe(testtree.LlamaSwap(t), "llama-swap")
 	script := filepath.Join(dir, "docker-standin.py")
-	if err := testtree.CopyFile(script, filepath.Join("nixos", "tests", "docker-standin.py"), 0o644); err != nil {
+	if err := testtree.CopyFile(script, filepath.Join("tests", "docker-standin.py"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	client := filepath.Join(dir, "docker")

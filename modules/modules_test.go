@@ -20,7 +20,7 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
-var update = flag.Bool("update", false, "rewrite nixos/tests/expected.json from the module's evaluation")
+var update = flag.Bool("update", false, "rewrite tests/expected.json from the module's evaluation")
 
 // TestNixFilesParse runs `nix-instantiate --parse` on every .nix file in the
 // repository.
@@ -81,11 +81,11 @@ func evalJSON(t *testing.T, expr string, v any) []byte {
 	return r.Stdout
 }
 
-const evalExpr = `{ libPath }: import ./nixos/tests/eval.nix { lib = import (/. + libPath); }`
+const evalExpr = `{ libPath }: import ./tests/eval.nix { lib = import (/. + libPath); }`
 
 // TestModuleEval evaluates the NixOS module with lib.evalModules (through
-// nixos/tests/eval.nix, which the flake check module-eval also uses) and
-// compares every string with nixos/tests/expected.json.
+// tests/eval.nix, which the flake check module-eval also uses) and
+// compares every string with tests/expected.json.
 func TestModuleEval(t *testing.T) {
 	var got any
 	raw := evalJSON(t, evalExpr, &got)
@@ -101,7 +101,7 @@ func TestModuleEval(t *testing.T) {
 			t.Errorf("eval.nix check %s is false", name)
 		}
 	}
-	golden := filepath.Join("nixos", "tests", "expected.json")
+	golden := filepath.Join("tests", "expected.json")
 	if *update {
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, raw, "", "  "); err != nil {
@@ -293,7 +293,7 @@ func TestREADMEShowsEvaluatedStrings(t *testing.T) {
 		shown = append(shown, strings.ReplaceAll(strings.TrimSuffix(text, "\n"), "<hash>", strings.Repeat("0", 32)))
 	}
 
-	data, err := os.ReadFile(filepath.Join("nixos", "tests", "expected.json"))
+	data, err := os.ReadFile(filepath.Join("tests", "expected.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestFlakeLib(t *testing.T) {
 // word (eval.nix indents it by eight spaces), so that what the pages show
 // is what is evaluated and compared with `nix model`.
 func TestREADMEMkModelIsEvalNix(t *testing.T) {
-	eval, err := os.ReadFile("nixos/tests/eval.nix")
+	eval, err := os.ReadFile("tests/eval.nix")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestREADMEMkModelIsEvalNix(t *testing.T) {
 			shown[name] = true
 			indented := "        " + strings.ReplaceAll(block, "\n", "\n        ")
 			if !strings.Contains(string(eval), indented+"\n") {
-				t.Errorf("%s's %s block is not eval.nix's; copy it from modules/nixos/tests/eval.nix:\n%s", page.Path, name, block)
+				t.Errorf("%s's %s block is not eval.nix's; copy it from modules/tests/eval.nix:\n%s", page.Path, name, block)
 			}
 		}
 	}

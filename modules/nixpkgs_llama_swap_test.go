@@ -32,7 +32,7 @@ func nixpkgsLlamaSwap(t *testing.T) string {
 	return abs
 }
 
-// besideNixpkgs is what nixos/tests/nixpkgs-llama-swap.nix gives.
+// besideNixpkgs is what tests/nixpkgs-llama-swap.nix gives.
 type besideNixpkgs struct {
 	Unit struct {
 		ExecStart               string   `json:"ExecStart"`
@@ -59,7 +59,7 @@ type besideNixpkgs struct {
 func TestModuleBesideNixpkgsLlamaSwap(t *testing.T) {
 	module := nixpkgsLlamaSwap(t)
 	var got besideNixpkgs
-	evalJSON(t, `{ libPath }: import ./nixos/tests/nixpkgs-llama-swap.nix {
+	evalJSON(t, `{ libPath }: import ./tests/nixpkgs-llama-swap.nix {
   lib = import (/. + libPath);
   llamaSwapModule = `+nixtest.String(module)+`;
 }`, &got)
@@ -79,7 +79,7 @@ func TestModuleBesideNixpkgsLlamaSwap(t *testing.T) {
 
 	// config.yaml holds the module's strings unchanged: the same models as
 	// eval.nix's evaluation with stubs, pinned in expected.json.
-	data, err := os.ReadFile(filepath.Join("nixos", "tests", "expected.json"))
+	data, err := os.ReadFile(filepath.Join("tests", "expected.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestModuleBesideNixpkgsLlamaSwap(t *testing.T) {
 	}
 }
 
-// TestVMNodeEvaluates evaluates the VM test's machine (nixos/tests/vm-node.nix)
+// TestVMNodeEvaluates evaluates the VM test's machine (tests/vm-node.nix)
 // as TestModuleBesideNixpkgsLlamaSwap does the README's configuration: the
 // VM test itself (vm.nix) needs nixpkgs and KVM, and runs in `nix flake
 // check`. What the node asks of NixOS beyond the stand-ins is taken as it
@@ -133,10 +133,10 @@ func TestVMNodeEvaluates(t *testing.T) {
 			Requires      []string       `json:"requires"`
 		} `json:"services"`
 	}
-	evalJSON(t, `{ libPath }: import ./nixos/tests/nixpkgs-llama-swap.nix {
+	evalJSON(t, `{ libPath }: import ./tests/nixpkgs-llama-swap.nix {
   lib = import (/. + libPath);
   llamaSwapModule = `+nixtest.String(module)+`;
-  configuration = ./nixos/tests/vm-node.nix;
+  configuration = ./tests/vm-node.nix;
   morePkgs = [ "python3" "util-linux" "coreutils" "gnugrep" "bash" "curl" ];
 }`, &got)
 	if len(got.Warnings) != 0 {

@@ -1,6 +1,3 @@
-// Command vendor-hash prints the vendorHash of this Go module as nixpkgs'
-// buildGoModule computes it. With -w it also writes it into modules/package.nix.
-// Run it from anywhere inside the module: scripts/vendor-hash [-w].
 package main
 
 import (
@@ -11,12 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"github.com/vllm-timings/vllm-timings/modules/vendorhash"
 )
 
 func main() {
-	write := flag.Bool("w", false, "write the hash into "+vendorhash.PinFile)
+	write := flag.Bool("w", false, "write the hash into "+PinFile)
 	flag.Parse()
 	if err := run(*write); err != nil {
 		fmt.Fprintln(os.Stderr, "vendor-hash:", err)
@@ -34,13 +29,13 @@ func run(write bool) error {
 		return fmt.Errorf("not inside a Go module")
 	}
 	root := filepath.Dir(gomod)
-	hash, err := vendorhash.Compute(context.Background(), root)
+	hash, err := Compute(context.Background(), root)
 	if err != nil {
 		return err
 	}
 	fmt.Println(hash)
 	if write {
-		return vendorhash.WritePinned(filepath.Join(root, vendorhash.PinFile), hash)
+		return WritePinned(filepath.Join(root, PinFile), hash)
 	}
 	return nil
 }

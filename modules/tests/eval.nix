@@ -60,7 +60,7 @@ let
     module:
     (lib.evalModules {
       modules = [
-        ../default.nix
+        ../nixos/default.nix
         stubs
         {
           # Proves that nothing but `package`'s default needs pkgs.

@@ -1,5 +1,7 @@
-// Package vendorhash computes the vendorHash that nixpkgs' buildGoModule
-// expects for this module, without Nix.
+// Command vendorhash prints the vendorHash that nixpkgs' buildGoModule
+// expects for this module, computed without Nix; with -w it also writes it
+// into modules/package.nix. scripts/vendor-hash [-w] runs it (from
+// anywhere inside the module).
 //
 // buildGoModule fetches dependencies in a separate fixed-output derivation
 // (goModules). Its build phase runs `go mod vendor` in the source tree and its
@@ -12,10 +14,10 @@
 // The result depends on go.mod, go.sum and the import lists of every package in
 // the module (test files and all build tags included), so it changes whenever a
 // dependency is added or dropped. The pinned value lives in modules/package.nix;
-// the test in this package fails when it is stale and names the command that
+// the test here fails when it is stale and names the command that
 // fixes it (scripts/vendor-hash -w).
 //
 // `go mod vendor` needs every vendored module in the module cache. Whatever is
 // missing is downloaded from GOPROXY, so the first run on a fresh machine uses
 // the network.
-package vendorhash
+package main

@@ -120,7 +120,7 @@ let
     modules:
     (lib.evalModules {
       modules = [
-        ../default.nix
+        ../nixos/default.nix
         llamaSwapModule
         nixosStandIns
         {

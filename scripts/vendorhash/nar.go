@@ -1,4 +1,4 @@
-package vendorhash
+package main
 
 import (
 	"crypto/sha256"

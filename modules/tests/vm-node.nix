@@ -27,8 +27,8 @@ let
   # server with the module the patcher writes, and python3.
   image = pkgs.runCommand "vllm-standin-image" { } ''
     ${python} ${./docker-standin.py} image \
-      ${../../../patcher/testdata/trees}/openai-packages.txtar \
-      ${../../../scripts/fake-openai-server.py} $out
+      ${../../patcher/testdata/trees}/openai-packages.txtar \
+      ${../../scripts/fake-openai-server.py} $out
   '';
   t = config.services.llama-swap.vllmTimings;
 in
