@@ -557,12 +557,15 @@ const (
 // relative to the directory above vllm/, for git apply or patch -p1.
 func (s *Session) Diff(w io.Writer) error { return s.DiffRelativeTo(w, DiffSite) }
 
-// DiffRelativeTo is Diff with paths relative to base.
+// DiffRelativeTo is Diff with paths relative to base. The diff is made
+// whole first and written in one call, whose error it returns: a diff cut
+// short (a full disk, a closed pipe) is not a success.
 func (s *Session) DiffRelativeTo(w io.Writer, base DiffBase) error {
 	p, err := s.Plan()
 	if err != nil {
 		return err
 	}
+	var b bytes.Buffer
 	for _, f := range p.Changes() {
 		path := f.Path
 		if base == DiffPackage {
@@ -572,13 +575,14 @@ func (s *Session) DiffRelativeTo(w io.Writer, base DiffBase) error {
 		if !f.Exists {
 			old, oldLabel = "", "/dev/null"
 		}
-		fmt.Fprintf(w, "diff --git a/%s b/%s\n", path, path)
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\n", path, path)
 		if !f.Exists {
-			fmt.Fprintf(w, "new file mode 100644\n")
+			b.WriteString("new file mode 100644\n")
 		}
-		io.WriteString(w, udiff.Unified(oldLabel, "b/"+path, old, string(f.New)))
+		b.WriteString(udiff.Unified(oldLabel, "b/"+path, old, string(f.New)))
 	}
-	return nil
+	_, err = w.Write(b.Bytes())
+	return err
 }
 
 // findLeftovers lists our temporary files in the directories of the given
