@@ -2,9 +2,7 @@ package patcher
 
 import (
 	"bytes"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,11 +61,6 @@ type overlayManifest struct {
 	Files     []overlayEntry `json:"files"`
 }
 
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
 // moduleName is the import name of a path relative to site-packages.
 func moduleName(rel string) (name string, pkg bool) {
 	rel = strings.TrimSuffix(rel, ".py")
@@ -92,11 +85,11 @@ func planOverlay(inst *Install, p *SetPlan) (map[string][]byte, *overlayManifest
 			Path:     f.Path,
 			Module:   name,
 			Original: filepath.Join(inst.Root, filepath.FromSlash(f.Path)),
-			SHA256:   sha256Hex(f.New),
+			SHA256:   digest(f.New),
 			Package:  pkg,
 		}
 		if f.Exists {
-			e.OriginalSHA256 = sha256Hex(f.Current)
+			e.OriginalSHA256 = digest(f.Current)
 		}
 		m.Files = append(m.Files, e)
 		files[overlayFilesDir+"/"+f.Path] = f.New
@@ -455,11 +448,11 @@ func viewThroughOverlay(inst *Install, snap snapshot, dir string) (snapshot, *Ov
 			f.Why = "no patch set targets it"
 		case e.OriginalSHA256 == "" && st.Exists:
 			f.Why = "the installed vLLM has its own " + e.Path
-		case e.OriginalSHA256 != "" && (!st.Exists || sha256Hex(st.Data) != e.OriginalSHA256):
+		case e.OriginalSHA256 != "" && (!st.Exists || digest(st.Data) != e.OriginalSHA256):
 			f.Why = "the original changed since the overlay was made"
 		case err != nil:
 			f.Why = "the copy is missing: " + err.Error()
-		case sha256Hex(copyData) != e.SHA256:
+		case digest(copyData) != e.SHA256:
 			f.Why = "the copy was edited"
 		default:
 			f.Served = true
