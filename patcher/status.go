@@ -94,6 +94,57 @@ type PartStatus struct {
 // record: its files are checked against the hashes the manifest holds.
 func (s *Session) Status() *StatusReport {
 	r := &StatusReport{VLLMDir: s.Install.Dir, Version: s.Install.Version, Via: s.Install.Via, Legacy: s.legacy, Stale: s.Sel.Stale, Overlay: s.Overlay}
+	s.reportRuns(r)
+	recorded, recordedParts := s.usableRecords()
+	chatRec := recorded[spec.DefaultPart]
+	if s.Sel.Err != nil || (s.Sel.Chosen == nil && chatRec == nil) {
+		s.reportNoFit(r)
+		return r
+	}
+	b := &statusBuilder{r: r, legacy: s.legacy, seen: map[string]bool{}}
+	if c := s.Sel.Chosen; c != nil {
+		r.PatchSet, r.Why = c.Set.Name, s.Sel.Why
+		b.addPlan(c, spec.DefaultPart)
+	} else {
+		r.PatchSet = chatRec.ms.Name
+		r.Why = b.addRecorded(chatRec)
+	}
+	reported := map[string]bool{spec.DefaultPart: true}
+	for _, c := range s.Sel.Parts {
+		reported[c.Part] = true
+		ps := PartStatus{Part: c.Part, Endpoints: PartLabel(c.Part), Why: c.Why, State: PartFits}
+		rs := recorded[c.Part]
+		switch {
+		case c.Chosen != nil:
+			ps.PatchSet = c.Chosen.Set.Name
+			b.addPlan(c.Chosen, c.Part)
+		case rs != nil && c.Err == nil:
+			ps.State, ps.PatchSet, ps.Why = PartRecorded, rs.ms.Name, b.addRecorded(rs)
+		case c.Unfit():
+			ps.State = PartUnfit
+		default:
+			ps.State = PartNotServed
+		}
+		r.Parts = append(r.Parts, ps)
+	}
+	// Parts only a recorded set knows (a user's set of its own part).
+	for _, part := range recordedParts {
+		if !reported[part] {
+			rs := recorded[part]
+			r.Parts = append(r.Parts, PartStatus{Part: part, Endpoints: PartLabel(part), State: PartRecorded, PatchSet: rs.ms.Name, Why: b.addRecorded(rs)})
+		}
+	}
+	r.State = combinedState(r.Files)
+	if len(s.legacy) > 0 {
+		r.Problem = s.legacyError("apply")
+		r.Problems = r.Problem.Error()
+	}
+	return r
+}
+
+// reportRuns fills in what status says of runs: the sets the manifest
+// records, one running now, one that did not finish, the leftovers.
+func (s *Session) reportRuns(r *StatusReport) {
 	r.InProgress = !s.lock.Held() && write.HeldElsewhere(s.Install.Dir)
 	if s.manifest != nil {
 		for _, set := range s.manifest.Sets {
@@ -111,98 +162,78 @@ func (s *Session) Status() *StatusReport {
 		}
 		r.Leftovers = append(r.Leftovers, filepath.ToSlash(rel))
 	}
-	// The recorded set of each part no given set fits (the first the
-	// manifest lists for it).
+}
+
+// usableRecords is the recorded set of each part no given set fits (the
+// first the manifest lists for it), and those parts in the manifest's
+// order.
+func (s *Session) usableRecords() (map[string]*recordedSet, []string) {
 	recorded := map[string]*recordedSet{}
-	var recordedParts []string
+	var parts []string
 	for _, rs := range s.recordedSets() {
 		if _, seen := recorded[rs.part]; !seen && rs.usable() {
 			recorded[rs.part] = rs
-			recordedParts = append(recordedParts, rs.part)
+			parts = append(parts, rs.part)
 		}
 	}
-	chatRec := recorded[spec.DefaultPart]
-	if s.Sel.Err != nil || (s.Sel.Chosen == nil && chatRec == nil) {
-		_, err := s.plan(true, false)
-		r.Why = "no patch set fits"
-		r.State = Modified
-		r.Problem, r.Problems = err, err.Error()
-		// Still say what is there: marked files are ours, the rest unknown.
-		for _, rel := range s.Library.targets() {
-			st := s.snap[rel]
-			fs := FileStatus{Path: rel, State: Missing}
-			if st.Exists {
-				fs.State = Unpatched
-				if _, had, err := edit.Strip(st.Data); err != nil || had || edit.Owned(st.Data) {
-					fs.State = Modified
-				}
-			}
-			r.Files = append(r.Files, fs)
-		}
-		return r
-	}
-	seen := map[string]bool{}
-	addFiles := func(files []FileStatus) {
-		for _, f := range files {
-			if seen[f.Path] {
-				continue // the module, created by every set
-			}
-			seen[f.Path] = true
-			if len(s.legacy) > 0 && slices.Contains(s.legacy, f.Path) {
+	return recorded, parts
+}
+
+// reportNoFit is status when no chat set fits and the manifest records
+// none: why, and what is there (marked files are ours, the rest unknown).
+func (s *Session) reportNoFit(r *StatusReport) {
+	_, err := s.plan(true, false)
+	r.Why = "no patch set fits"
+	r.State = Modified
+	r.Problem, r.Problems = err, err.Error()
+	for _, rel := range s.Library.targets() {
+		st := s.snap[rel]
+		f := FileStatus{Path: rel, State: Missing}
+		if st.Exists {
+			f.State = Unpatched
+			if _, had, err := edit.Strip(st.Data); err != nil || had || edit.Owned(st.Data) {
 				f.State = Modified
 			}
-			r.Files = append(r.Files, f)
 		}
+		r.Files = append(r.Files, f)
 	}
-	addPlan := func(p *SetPlan, part string) {
-		var files []FileStatus
-		for _, f := range p.Files {
-			files = append(files, FileStatus{Path: f.Path, State: f.State, Edits: f.Edits})
+}
+
+// statusBuilder adds the sets status reports on, and their files, each
+// file once.
+type statusBuilder struct {
+	r      *StatusReport
+	legacy []string        // files the older scripts edited: modified, whatever a set says
+	seen   map[string]bool // files reported
+}
+
+func (b *statusBuilder) addFiles(files []FileStatus) {
+	for _, f := range files {
+		if b.seen[f.Path] {
+			continue // the module, created by every set
 		}
-		r.Sets = append(r.Sets, SetStatus{Name: p.Set.Name, Part: part, Source: p.Set.Origin(), State: combinedState(files)})
-		addFiles(files)
-	}
-	addRecorded := func(rs *recordedSet) string {
-		r.Sets = append(r.Sets, SetStatus{Name: rs.ms.Name, Part: rs.part, Source: rs.ms.Source, State: rs.state, Recorded: true})
-		addFiles(rs.files)
-		return rs.why()
-	}
-	if c := s.Sel.Chosen; c != nil {
-		r.PatchSet, r.Why = c.Set.Name, s.Sel.Why
-		addPlan(c, spec.DefaultPart)
-	} else {
-		r.PatchSet = chatRec.ms.Name
-		r.Why = addRecorded(chatRec)
-	}
-	reported := map[string]bool{spec.DefaultPart: true}
-	for _, c := range s.Sel.Parts {
-		reported[c.Part] = true
-		ps := PartStatus{Part: c.Part, Endpoints: PartLabel(c.Part), Why: c.Why, State: PartFits}
-		rs := recorded[c.Part]
-		switch {
-		case c.Chosen != nil:
-			ps.PatchSet = c.Chosen.Set.Name
-			addPlan(c.Chosen, c.Part)
-		case rs != nil && c.Err == nil:
-			ps.State, ps.PatchSet, ps.Why = PartRecorded, rs.ms.Name, addRecorded(rs)
-		case c.Unfit():
-			ps.State = PartUnfit
-		default:
-			ps.State = PartNotServed
+		b.seen[f.Path] = true
+		if slices.Contains(b.legacy, f.Path) {
+			f.State = Modified
 		}
-		r.Parts = append(r.Parts, ps)
+		b.r.Files = append(b.r.Files, f)
 	}
-	// Parts only a recorded set knows (a user's set of its own part).
-	for _, part := range recordedParts {
-		if !reported[part] {
-			rs := recorded[part]
-			r.Parts = append(r.Parts, PartStatus{Part: part, Endpoints: PartLabel(part), State: PartRecorded, PatchSet: rs.ms.Name, Why: addRecorded(rs)})
-		}
+}
+
+// addPlan reports a chosen set of part.
+func (b *statusBuilder) addPlan(p *SetPlan, part string) {
+	var files []FileStatus
+	for _, f := range p.Files {
+		files = append(files, FileStatus{Path: f.Path, State: f.State, Edits: f.Edits})
 	}
-	r.State = combinedState(r.Files)
-	if len(s.legacy) > 0 {
-		r.Problem = s.legacyError("apply")
-		r.Problems = r.Problem.Error()
-	}
-	return r
+	b.r.Sets = append(b.r.Sets, SetStatus{Name: p.Set.Name, Part: part, Source: p.Set.Origin(), State: combinedState(files)})
+	b.addFiles(files)
+}
+
+// addRecorded reports a set known from the manifest alone, and returns
+// its status line.
+func (b *statusBuilder) addRecorded(rs *recordedSet) string {
+	b.r.Sets = append(b.r.Sets, SetStatus{Name: rs.ms.Name, Part: rs.part, Source: rs.ms.Source, State: rs.state, Recorded: true})
+	b.addFiles(rs.files)
+	return rs.why()
 }
