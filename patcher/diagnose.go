@@ -32,14 +32,14 @@ type Diagnosis struct {
 // Diagnose reports on the session's plans for chat/completions. It writes
 // nothing.
 func (s *Session) Diagnose() *Diagnosis {
-	return s.diagnose(spec.DefaultPart, s.Sel.Candidates, s.Sel.Chosen, s.Sel.Why)
+	return s.diagnose(s.Sel.PartChoice)
 }
 
 // DiagnoseParts reports on each other part's plans, as Diagnose does.
 func (s *Session) DiagnoseParts() []*Diagnosis {
 	var out []*Diagnosis
 	for _, c := range s.Sel.Parts {
-		d := s.diagnose(c.Part, c.Candidates, c.Chosen, c.Why)
+		d := s.diagnose(c)
 		d.notServed = !c.Served()
 		out = append(out, d)
 	}
@@ -51,8 +51,8 @@ func (s *Session) DiagnoseParts() []*Diagnosis {
 // to adapt.
 func (d *Diagnosis) NotServed() bool { return d.notServed }
 
-func (s *Session) diagnose(part string, sets []*SetPlan, chosen *SetPlan, why string) *Diagnosis {
-	d := &Diagnosis{Part: part, Install: s.Install, Sets: sets, Chosen: chosen, Why: why, lib: s.Library}
+func (s *Session) diagnose(part *PartChoice) *Diagnosis {
+	d := &Diagnosis{Part: part.Part, Install: s.Install, Sets: part.Candidates, Chosen: part.Chosen, Why: part.Why, lib: s.Library}
 	if d.Chosen != nil {
 		return d
 	}

@@ -376,17 +376,15 @@ func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (exi
 }
 
 // Selection is the outcome of choosing a patch set for a tree: one per
-// part. Chosen, Why, Candidates, Err and Stale are the chat part's
-// (/v1/chat/completions and /v1/completions), which must fit; Parts are
-// the others, which this vLLM may not serve or, as a partial fit, may
-// serve without a set that fits.
+// part. The embedded PartChoice is the chat part's (/v1/chat/completions
+// and /v1/completions), which must fit: its Chosen (nil when no chat set
+// fits), Why and Candidates. Parts are the others, which this vLLM may
+// not serve or, as a partial fit, may serve without a set that fits.
 type Selection struct {
-	Chosen     *SetPlan   // nil when no chat set fits
-	Why        string     // one line for the user
-	Candidates []*SetPlan // every chat set, in the order they were tried
-	// Err is why no set can be chosen although some fit (they disagree),
-	// or why the chosen sets of the parts cannot be applied together;
-	// status and revert still work on such a tree.
+	*PartChoice
+	// Err is why no chat set can be chosen although some fit (they
+	// disagree), or why the chosen sets of the parts cannot be applied
+	// together; status and revert still work on such a tree.
 	Err error
 	// Stale are files of other layouts that fit too but that no chosen
 	// set uses: left behind by an upgrade (every part's).
@@ -394,6 +392,11 @@ type Selection struct {
 	Parts []*PartChoice
 	// merged is Chosen with the files of every other part's chosen set.
 	merged *SetPlan
+}
+
+// All is every part's choice, chat's first.
+func (s *Selection) All() []*PartChoice {
+	return append([]*PartChoice{s.PartChoice}, s.Parts...)
 }
 
 // PartChoice is the outcome of choosing a patch set for one part.
@@ -507,7 +510,7 @@ func choose(lib *Library, snap snapshot, m *Manifest, inst *Install, memo parseM
 		g := byPart[part]
 		c := chooseIn(part, g[0], g[1], snap, m, inst, memo)
 		if part == spec.DefaultPart {
-			sel.Chosen, sel.Why, sel.Candidates, sel.Err, sel.Stale = c.Chosen, c.Why, c.Candidates, c.Err, c.Stale
+			sel.PartChoice, sel.Err, sel.Stale = c, c.Err, c.Stale
 			continue
 		}
 		if c.Chosen == nil && c.Err == nil {
@@ -526,7 +529,7 @@ func choose(lib *Library, snap snapshot, m *Manifest, inst *Install, memo parseM
 		}
 	}
 	var stale []string
-	for _, c := range append([]*PartChoice{{Stale: sel.Stale}}, sel.Parts...) {
+	for _, c := range sel.All() {
 		for _, f := range c.Stale {
 			if !used[f] && !slices.Contains(stale, f) {
 				stale = append(stale, f)

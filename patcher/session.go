@@ -20,7 +20,6 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/edit"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/find"
-	"github.com/vllm-timings/vllm-timings/patcher/spec"
 	"github.com/vllm-timings/vllm-timings/patcher/write"
 )
 
@@ -159,12 +158,8 @@ func (s *Session) read() error {
 	s.Warnings = nil
 	// Per part: the user's sets of a part whose chosen set is embedded
 	// fit nothing.
-	chosen := map[string]*SetPlan{spec.DefaultPart: sel.Chosen}
-	for _, c := range sel.Parts {
-		chosen[c.Part] = c.Chosen
-	}
-	for _, part := range append([]string{spec.DefaultPart}, partsOf(sel)...) {
-		c := chosen[part]
+	for _, pc := range sel.All() {
+		part, c := pc.Part, pc.Chosen
 		if c == nil || !c.Set.Embedded {
 			continue
 		}
@@ -217,14 +212,6 @@ func (s *Session) ensureLocked() (func(), error) {
 		return nil, err
 	}
 	return release, nil
-}
-
-func partsOf(sel *Selection) []string {
-	var out []string
-	for _, c := range sel.Parts {
-		out = append(out, c.Part)
-	}
-	return out
 }
 
 // Plan returns what apply writes: the chat set's plan with the files of
