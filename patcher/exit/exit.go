@@ -6,10 +6,12 @@
 // line, or a flag and its value) and what to do about it. The command
 // prints Error() and exits with Code.
 //
-// Each package that fails this way (patcher, nixgen, patcher/verify)
-// declares its codes in one Table, one line a code:
+// Each package that fails this way (patcher/codes, nixgen, patcher/verify)
+// declares its codes as constants and documents them in one Table, a row
+// a code:
 //
-//	ExitMissing = ExitCodes.Add(5, "an anchor matched nothing in the target file")
+//	const Missing exit.Code = 5
+//	... exit.NewTable(..., exit.Entry{Code: Missing, Meaning: "an anchor matched nothing in the target file"}, ...)
 //
 // The command's --help prints that table and so does docs/reliability.md,
 // and a test keeps the page equal to it. 0, 1 and 2 are shared (OK, Internal,
@@ -90,22 +92,20 @@ type Table struct {
 func NewTable(entries ...Entry) Table {
 	var t Table
 	for _, e := range entries {
-		t.Add(e.Code, e.Meaning)
+		t.add(e.Code, e.Meaning)
 	}
 	return t
 }
 
-// Add appends a code with its meaning and returns the code, so that a
-// package declares each code and documents it in one line. A code added
-// twice is a bug, and panics when the package initialises.
-func (t *Table) Add(code Code, meaning string) Code {
+// add appends a code with its meaning. A code added twice is a bug, and
+// panics when the package that declares the table initialises.
+func (t *Table) add(code Code, meaning string) {
 	for _, e := range t.entries {
 		if e.Code == code {
 			panic(fmt.Sprintf("exit code %d added twice: %q and %q", code, e.Meaning, meaning))
 		}
 	}
 	t.entries = append(t.entries, Entry{code, meaning})
-	return code
 }
 
 // Entries returns the rows of the table.

@@ -27,27 +27,24 @@ func TestErrorText(t *testing.T) {
 }
 
 func TestTable(t *testing.T) {
-	var tab Table
-	if c := tab.Add(5, "five"); c != 5 {
-		t.Errorf("Add returned %d", c)
-	}
-	tab.Add(OK, "`ok`")
+	tab := NewTable(Entry{5, "five"}, Entry{OK, "`ok`"})
 	if got, want := tab.Text(), "  5  five\n  0  `ok`\n"; got != want {
 		t.Errorf("Text() = %q, want %q", got, want)
 	}
-	wide := Table{}
-	wide.Add(2, "two")
-	wide.Add(20, "twenty")
+	wide := NewTable(Entry{2, "two"}, Entry{20, "twenty"})
 	if got, want := wide.Text(), "   2  two\n  20  twenty\n"; got != want {
 		t.Errorf("Text() = %q, want %q", got, want)
 	}
 	if got, want := tab.Markdown(), "| code | meaning |\n| --- | --- |\n| 5 | five |\n| 0 | `ok` |\n"; got != want {
 		t.Errorf("Markdown() = %q, want %q", got, want)
 	}
+	if got := tab.Entries(); len(got) != 2 || got[0] != (Entry{5, "five"}) {
+		t.Errorf("Entries() = %v", got)
+	}
 	defer func() {
 		if recover() == nil {
-			t.Errorf("adding code 5 twice did not panic")
+			t.Errorf("a table with code 5 twice did not panic")
 		}
 	}()
-	tab.Add(5, "again")
+	NewTable(Entry{5, "five"}, Entry{5, "again"})
 }

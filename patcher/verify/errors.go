@@ -8,22 +8,34 @@ import (
 
 // ExitCodes lists the exit codes of "vllm-timings verify", in the order
 // its --help and docs/reliability.md show them. verify owns 20-29 (issue 10 has 28,
-// issue 11 29); a new code is one line here. 2 is the command's: flags it
+// issue 11 29); a new code is a constant below and a row here. 2 is the command's: flags it
 // refuses before verify runs.
-var ExitCodes exit.Table
+var ExitCodes = exit.NewTable(
+	exit.Entry{Code: exit.OK, Meaning: "every check passed"},
+	exit.Entry{Code: exit.Usage, Meaning: "usage error (missing or malformed `--url`, `--llama-swap` without `--model`, bad flag)"},
+	exit.Entry{Code: ExitChecksFailed, Meaning: "a response's timings failed a check"},
+	exit.Entry{Code: ExitUnreachable, Meaning: "cannot connect (nothing listening, unknown host)"},
+	exit.Entry{Code: ExitHTTP, Meaning: "HTTP error status (other than 401/403)"},
+	exit.Entry{Code: ExitAuth, Meaning: "auth failure (401/403): pass or fix `--api-key`"},
+	exit.Entry{Code: ExitTimeout, Meaning: "a request took longer than `--timeout`"},
+	exit.Entry{Code: ExitNotJSON, Meaning: "a body or SSE `data:` line is not JSON"},
+	exit.Entry{Code: ExitBroken, Meaning: "the connection broke before the response ended"},
+	exit.Entry{Code: ExitNoModel, Meaning: "`/v1/models` lists no model: pass `--model`"},
+	exit.Entry{Code: ExitLlamaSwapAPI, Meaning: "`--llama-swap`: no usable activity API there (not llama-swap, or one too old), or no row recorded for a request"},
+)
 
-var (
-	_                = ExitCodes.Add(exit.OK, "every check passed")
-	_                = ExitCodes.Add(exit.Usage, "usage error (missing or malformed `--url`, `--llama-swap` without `--model`, bad flag)")
-	ExitChecksFailed = ExitCodes.Add(20, "a response's timings failed a check")
-	ExitUnreachable  = ExitCodes.Add(21, "cannot connect (nothing listening, unknown host)")
-	ExitHTTP         = ExitCodes.Add(22, "HTTP error status (other than 401/403)")
-	ExitAuth         = ExitCodes.Add(23, "auth failure (401/403): pass or fix `--api-key`")
-	ExitTimeout      = ExitCodes.Add(24, "a request took longer than `--timeout`")
-	ExitNotJSON      = ExitCodes.Add(25, "a body or SSE `data:` line is not JSON")
-	ExitBroken       = ExitCodes.Add(26, "the connection broke before the response ended")
-	ExitNoModel      = ExitCodes.Add(27, "`/v1/models` lists no model: pass `--model`")
-	ExitLlamaSwapAPI = ExitCodes.Add(28, "`--llama-swap`: no usable activity API there (not llama-swap, or one too old), or no row recorded for a request")
+// The codes ExitCodes documents; a new code is a constant here and a row
+// there.
+const (
+	ExitChecksFailed exit.Code = 20
+	ExitUnreachable  exit.Code = 21
+	ExitHTTP         exit.Code = 22
+	ExitAuth         exit.Code = 23
+	ExitTimeout      exit.Code = 24
+	ExitNotJSON      exit.Code = 25
+	ExitBroken       exit.Code = 26
+	ExitNoModel      exit.Code = 27
+	ExitLlamaSwapAPI exit.Code = 28
 )
 
 // errorf is a verify failure: the message says which request failed and
