@@ -7,13 +7,14 @@ import (
 
 	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 // TestCompileCheckPython runs the check with python3 on several files in
 // one process: each verdict must land on its own file, with its line, and
 // errors only compile() finds (past the parser) must be caught.
 func TestCompileCheckPython(t *testing.T) {
-	py := requireTool(t, "python3")
+	py := testtree.RequireTool(t, "python3")
 	c := Check{Python: py}
 	good := []byte("def f():\n    return 1\n")
 	for _, tt := range []struct {

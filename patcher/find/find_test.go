@@ -8,6 +8,7 @@ import (
 
 	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
 func mkpkg(t *testing.T, dir, version string) string {
@@ -68,7 +69,7 @@ func TestFindOrder(t *testing.T) {
 }
 
 func TestFindWithPythonDoesNotImport(t *testing.T) {
-	requireTool(t, "python3")
+	testtree.RequireTool(t, "python3")
 	site := t.TempDir()
 	pkg := mkpkg(t, site, "0.33.0")
 	t.Setenv("PYTHONPATH", site)
