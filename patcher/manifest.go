@@ -170,22 +170,6 @@ func (m *Manifest) Interrupted() bool {
 	return m != nil && (m.State == StateApplying || m.State == StateReverting)
 }
 
-// manifestFor records the plans as applied by vllm-timings version.
-func manifestFor(plans []*SetPlan, version string) *Manifest {
-	m := &Manifest{Format: manifestFormat, WrittenBy: writtenBy(version), State: StateApplied, Target: "in-place"}
-	for _, p := range plans {
-		ms := ManifestSet{Name: p.Set.Name, Source: p.Set.Source, Part: p.Set.Part}
-		for _, f := range p.Files {
-			if f.State == Checked {
-				continue
-			}
-			ms.Files = append(ms.Files, ManifestFile{Path: f.Path, Created: f.Create, Edits: f.Edits, SHA256: digest(f.New)})
-		}
-		m.Sets = append(m.Sets, ms)
-	}
-	return m
-}
-
 // journal is m while a run changes the given files.
 func (m *Manifest) journal(state string, touching []string) *Manifest {
 	j := *m

@@ -394,8 +394,8 @@ type Selection struct {
 	merged *SetPlan
 }
 
-// All is every part's choice, chat's first.
-func (s *Selection) All() []*PartChoice {
+// Choices is every part's choice, chat's first.
+func (s *Selection) Choices() []*PartChoice {
 	return append([]*PartChoice{s.PartChoice}, s.Parts...)
 }
 
@@ -452,36 +452,6 @@ func (s *Selection) Plans() []*SetPlan {
 	return out
 }
 
-// PartLabel names a part's endpoints for messages.
-func PartLabel(part string) string {
-	switch part {
-	case spec.DefaultPart:
-		return "/v1/chat/completions and /v1/completions"
-	case "responses":
-		return "/v1/responses"
-	case "messages":
-		return "/v1/messages"
-	}
-	return "part " + part
-}
-
-// partOrder is the order parts are chosen and reported in: chat, the
-// endpoints the embedded sets know, then any other in name order.
-func partOrder(parts []string) {
-	rank := map[string]int{spec.DefaultPart: 0, "responses": 1, "messages": 2}
-	sort.SliceStable(parts, func(i, j int) bool {
-		ri, oki := rank[parts[i]]
-		rj, okj := rank[parts[j]]
-		switch {
-		case oki && okj:
-			return ri < rj
-		case oki != okj:
-			return oki
-		}
-		return parts[i] < parts[j]
-	})
-}
-
 // choose plans every set and picks one per part, each part as one set was
 // always picked: the user's sets first, then the embedded ones; among
 // sets that fit, identical results are fine (the first is used).
@@ -529,7 +499,7 @@ func choose(lib *Library, snap snapshot, m *Manifest, inst *Install, memo parseM
 		}
 	}
 	var stale []string
-	for _, c := range sel.All() {
+	for _, c := range sel.Choices() {
 		for _, f := range c.Stale {
 			if !used[f] && !slices.Contains(stale, f) {
 				stale = append(stale, f)

@@ -158,7 +158,7 @@ func (s *Session) read() error {
 	s.Warnings = nil
 	// Per part: the user's sets of a part whose chosen set is embedded
 	// fit nothing.
-	for _, pc := range sel.All() {
+	for _, pc := range sel.Choices() {
 		part, c := pc.Part, pc.Chosen
 		if c == nil || !c.Set.Embedded {
 			continue
@@ -612,4 +612,20 @@ func describeChange(c write.Change, reverting bool) string {
 	default:
 		return fmt.Sprintf("patched %s", c.Rel)
 	}
+}
+
+// manifestFor records the plans as applied by vllm-timings version.
+func manifestFor(plans []*SetPlan, version string) *Manifest {
+	m := &Manifest{Format: manifestFormat, WrittenBy: writtenBy(version), State: StateApplied, Target: "in-place"}
+	for _, p := range plans {
+		ms := ManifestSet{Name: p.Set.Name, Source: p.Set.Source, Part: p.Set.Part}
+		for _, f := range p.Files {
+			if f.State == Checked {
+				continue
+			}
+			ms.Files = append(ms.Files, ManifestFile{Path: f.Path, Created: f.Create, Edits: f.Edits, SHA256: digest(f.New)})
+		}
+		m.Sets = append(m.Sets, ms)
+	}
+	return m
 }
