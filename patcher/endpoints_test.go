@@ -304,10 +304,19 @@ func checkEndpointBodies(t *testing.T, fx endpointFixture, before, after map[str
 		}
 		got := -1
 		for i, b := range bodies {
-			if resp, ok := b["response"].(map[string]any); ok && resp["timings"] != nil {
-				t.Errorf("%s: event %d carries timings inside its response", name, i)
-			}
+			// A Responses stream's terminal event carries the same timings
+			// inside its response (for the openai SDK's stream helper) as
+			// at its top level (for llama-swap); no other event has them.
+			resp, _ := b["response"].(map[string]any)
+			inner, innerOK := resp["timings"]
+			delete(resp, "timings")
 			tm, ok := b["timings"].(map[string]any)
+			if innerOK && (!ok || !strings.HasPrefix(name, "responses_stream") || !cmp.Equal(inner, any(tm))) {
+				t.Errorf("%s: event %d carries timings %v inside its response, %v at its top level", name, i, inner, b["timings"])
+			}
+			if ok && strings.HasPrefix(name, "responses_stream") && !innerOK {
+				t.Errorf("%s: event %d carries timings at its top level but not inside its response", name, i)
+			}
 			if !ok {
 				continue
 			}

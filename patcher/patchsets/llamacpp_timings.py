@@ -731,13 +731,27 @@ def attach_response_output(response, output):
 
 
 def attach_response_event(event, context):
-    """Set ``event.timings`` when ``event`` ends a Responses stream; other
-    events pass untouched. Counts come from the usage of the final response
-    the event carries."""
+    """Set ``timings`` when ``event`` ends a Responses stream, in two places:
+    at the top level of the event, where llama-swap reads it (only the top
+    level of each ``data:`` line), and on the final response the event
+    carries, where the openai SDK's stream helper
+    (``responses.stream(...).get_final_response()``) and every client that
+    keeps the final response look. The two are equal. vLLM's own metrics
+    inside that response are left as they are: llama-swap does not read
+    them there. Other events pass untouched. Counts come from the usage of
+    the final response."""
     try:
         if _get(event, "type") not in _TERMINAL_EVENTS:
             return
-        _attach_response(event, _get(event, "response"), _TURNS.get(context))
+        response = _get(event, "response")
+        _attach_response(event, response, _TURNS.get(context))
+        timings = _get(event, "timings")
+        if not isinstance(timings, dict) or response is None:
+            return
+        if isinstance(response, dict):
+            response["timings"] = dict(timings)
+        else:
+            _set_timings(response, dict(timings))
     except Exception:  # noqa: BLE001
         pass
 

@@ -7,9 +7,12 @@
 # built; a stream gets them on its terminal event (response.completed, or
 # response.incomplete), set in the stream's one helper every event passes
 # through before it is sent (_send_event in v0.10.1 to v0.10.2, then
-# _increment_sequence_number_and_return). responses_full_generator also
-# builds the final response of a stream, which must not carry timings a
-# second time inside the event: hence "if not request.stream".
+# _increment_sequence_number_and_return): at the event's top level, where
+# llama-swap reads them, and on the response it carries, where the openai
+# SDK's stream helper (get_final_response) reads them. responses_full_generator
+# also builds the final response of a stream; attaching there would also
+# clear vLLM's metrics inside it, which llama-swap does not read in a
+# stream: hence "if not request.stream".
 #
 # Six sets, one per shape; the files they edit and the requires tell them
 # apart:

@@ -42,8 +42,9 @@ AnthropicServingMessages (ENDPOINT_SCENARIOS, under "endpoints" and
 "endpoint_truth"; a vLLM without one of them skips its scenarios), with the
 renderer stub answering what they ask, and "check" asks of them:
   * Responses: timings on the non-streamed response, and in a stream only
-    at the top level of the terminal event (response.completed, or from
-    0.33 response.incomplete when cut short), not inside its response;
+    on the terminal event (response.completed, or from 0.33
+    response.incomplete when cut short): at its top level (llama-swap) and
+    the same inside its response (the openai SDK's stream helper);
     prompt_n + cache_n == usage.input_tokens, cache_n ==
     input_tokens_details.cached_tokens, predicted_n == output_tokens;
   * Messages: timings on the message, and in a stream only on the
@@ -861,8 +862,13 @@ def check_endpoint(sc, p, u):
                 fails.append(f"a complete response ends with {want_type}")
             body = events[where[-1]] if where else {}
             usage = (body.get("response") or {}).get("usage")
-            if "timings" in (body.get("response") or {}):
-                fails.append(f"{want_type} carries timings inside its response too")
+            inner = [i for i, e in enumerate(events) if "timings" in (e.get("response") or {})]
+            top = [i for i, e in enumerate(events) if "timings" in e]
+            if inner != top:
+                fails.append(f"timings inside the response on events {inner}, at the top level on {top}")
+            elif inner and body.get("timings") != (body.get("response") or {}).get("timings"):
+                fails.append(f"{want_type}: timings inside its response {body['response']['timings']} "
+                             f"!= at its top level {body.get('timings')}")
         else:
             want_type = "message_delta"
             where = [i for i, e in enumerate(events) if e.get("type") == want_type and e.get("usage")]

@@ -20,7 +20,8 @@ Checks, printed one per line, exit status 0 only if all pass:
     stats, the response serializes exactly as one never touched.
   * the same for the Responses API (ResponsesResponse, and the
     response.completed / response.incomplete events of a stream, with
-    timings beside "type" and "response", not inside the response) and the
+    timings beside "type" and "response" and the same inside the response,
+    where the openai SDK's stream helper reads them) and the
     Messages API (AnthropicMessagesResponse and the message_delta
     AnthropicStreamEvent, whose models allow no extra fields: the patch
     returns an equal object of a subclass that does), through the
@@ -254,10 +255,21 @@ class Context:
     """Stands for a Responses ConversationContext (observe_turn keys on it)."""
 
 
-def same_dumps(dumps, plain, resp, expect_timings):
+def same_dumps(dumps, plain, resp, expect_timings, nested=None):
+    """Each serialization of resp equals plain's plus the expected timings
+    as the last key (none without stats); with nested (a Responses
+    stream's terminal event: "response"), the same inside that field too."""
     before = {k: f(plain) for k, f in dumps.items()}
     for how, dump in dumps.items():
         got = dump(resp)
+        if nested is not None:
+            inner = dict(got[nested])
+            if expect_timings and (inner.get("timings") != EXPECTED or list(inner)[-1] != "timings"):
+                raise AssertionError(f"{how}: {nested}.timings lost, changed or not last: {inner.get('timings')!r}")
+            if not expect_timings and "timings" in inner:
+                raise AssertionError(f"{how}: {nested}.timings without stats: {inner['timings']}")
+            inner.pop("timings", None)
+            got = dict(got, **{nested: inner})
         if expect_timings:
             if got.get("timings") != EXPECTED:
                 raise AssertionError(f"{how} lost or changed timings: {got.get('timings')!r}")
@@ -328,11 +340,9 @@ def responses_cases(mod):
             plain, ev, none = build(), build(), build()
             T.attach_response_event(ev, observed(True))
             T.attach_response_event(none, observed(False))
-            same_dumps(RESPONSES_DUMPS, plain, ev, True)
-            same_dumps(RESPONSES_DUMPS, plain, none, False)
-            if "timings" in RESPONSES_DUMPS["model_dump_json(indent=None, by_alias=True)"](ev)["response"]:
-                raise AssertionError("timings inside the event's response too")
-            return f"{cls.__name__}: timings beside type and response, untouched without stats"
+            same_dumps(RESPONSES_DUMPS, plain, ev, True, nested="response")
+            same_dumps(RESPONSES_DUMPS, plain, none, False, nested="response")
+            return f"{cls.__name__}: timings beside type and response and inside the response, untouched without stats"
         return run
 
     check("ResponsesResponse", full)

@@ -98,6 +98,7 @@ class Responses(unittest.TestCase):
         ev = SimpleNamespace(type="response.completed", response=r)
         lt.attach_response_event(ev, observed(output(stats(), 2)))
         self.assertEqual((ev.timings["prompt_n"], ev.timings["cache_n"], ev.timings["predicted_n"]), (8, 2, 3))
+        self.assertEqual(r["timings"], ev.timings)
 
     def test_several_engine_requests_get_no_timings(self):
         # A built-in tool loop: two turns, each its own engine request.
@@ -108,6 +109,7 @@ class Responses(unittest.TestCase):
         ev = SimpleNamespace(type="response.completed", response=response())
         lt.attach_response_event(ev, ctx)
         self.assertFalse(hasattr(ev, "timings"))
+        self.assertFalse(hasattr(ev.response, "timings"))
 
     def test_no_stats_no_timings(self):
         r = response()
@@ -151,10 +153,17 @@ class Responses(unittest.TestCase):
             self.assertFalse(hasattr(ev, "timings"), kind)
         for kind in ("response.completed", "response.incomplete"):
             inner = response()
+            inner.metrics = SimpleNamespace(time_to_first_token_ms=500.0, mean_itl_ms=50.0)
             ev = SimpleNamespace(type=kind, response=inner)
             lt.attach_response_event(ev, ctx)
-            self.assertEqual(ev.timings, lt.build_timings(ctx_stats(ctx), 100, 64, 40), kind)
-            self.assertFalse(hasattr(inner, "timings"), "the event's response must stay as it is")
+            want = lt.build_timings(ctx_stats(ctx), 100, 64, 40)
+            # At the top level for llama-swap, and inside the response for
+            # the openai SDK's stream helper and whoever keeps the response.
+            self.assertEqual(ev.timings, want, kind)
+            self.assertEqual(inner.timings, want, kind)
+            self.assertIsNot(inner.timings, ev.timings)
+            # vLLM's metrics inside the response stay: llama-swap does not read them there.
+            self.assertEqual((inner.metrics.time_to_first_token_ms, inner.metrics.mean_itl_ms), (500.0, 50.0), kind)
 
     def test_drafts(self):
         spec = SimpleNamespace(num_draft_tokens=8, histogram=[1, 2, 1])

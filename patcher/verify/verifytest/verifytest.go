@@ -47,8 +47,8 @@ type scenario struct {
 	noUsageChunk           bool
 	streamContentType      string
 	fullCacheHit           bool
-	// timingsInResponse puts a Responses stream's timings inside the
-	// terminal event's response instead of beside it.
+	// timingsInResponse puts a Responses stream's timings only inside the
+	// terminal event's response, not beside it.
 	timingsInResponse bool
 	// vllmMetrics adds vLLM's per-request metrics (--enable-per-request-
 	// metrics) to the responses vLLM gives them (one choice, one prompt):
@@ -174,7 +174,7 @@ var scenarios = map[string]scenario{
 		timings: func(t *object, _ *counts) { t.set("draft_n", 6); t.set("draft_n_accepted", 4) },
 	},
 	"responses-timings-in-response": {
-		doc:               "a Responses stream's timings inside response.completed's response, where llama-swap does not look",
+		doc:               "a Responses stream's timings only inside response.completed's response, where llama-swap does not look",
 		timingsInResponse: true,
 	},
 	"messages-prompt-from-input-tokens": {
@@ -755,9 +755,11 @@ func (s *server) endpoint(w http.ResponseWriter, api string, req *request) {
 		}
 		done.set("response", final)
 		if timings != nil {
-			if s.sc.timingsInResponse {
-				final.set("timings", timings)
-			} else {
+			// As the patch sends them: inside the response (where the
+			// openai SDK's stream helper looks) and at the top level
+			// (where llama-swap does); the scenario drops the second.
+			final.set("timings", timings)
+			if !s.sc.timingsInResponse {
 				done.set("timings", timings)
 			}
 		}
