@@ -9,6 +9,7 @@ import (
 	"github.com/vllm-timings/vllm-timings/nixgen"
 	"github.com/vllm-timings/vllm-timings/patcher"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/install"
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 	"github.com/vllm-timings/vllm-timings/patcher/verify"
 )
@@ -22,6 +23,7 @@ var exitTables = []struct {
 	{"patcher", &patcher.ExitCodes},
 	{"nixgen", &nixgen.ExitCodes},
 	{"verify", &verify.ExitCodes},
+	{"install", &install.ExitCodes},
 }
 
 // TestReadmeExitCodes keeps each exit-code table of the documentation

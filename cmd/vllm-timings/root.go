@@ -41,6 +41,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newCmdNix(nil),
 		// verify commands
 		newCmdVerify(),
+		// distribution commands
+		newCmdInstall(stderr),
 	)
 	// Cobra would add these in Execute; added now, markRunErrors sees them.
 	root.InitDefaultHelpCmd()
