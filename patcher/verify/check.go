@@ -41,6 +41,11 @@ const (
 	// NoteVLLMMetrics: the response carries vLLM's own per-request metrics;
 	// the note says what llama-swap makes of them.
 	NoteVLLMMetrics = "vllm-metrics"
+	// NoteFallbackNoSource: a full response that vllm-timings' fallback
+	// middleware served without timings (its x-vllm-timings header says
+	// none): the server keeps no per-request engine stats, and the split of
+	// a full response's time is not guessed.
+	NoteFallbackNoSource = "fallback-no-source"
 )
 
 // Finding is one failed check or note about a response.
@@ -117,6 +122,9 @@ type Usage struct {
 	// The names of the fields each count was read from, for messages;
 	// "" is the chat name.
 	promptName, completionName, cachedName string
+	// anthropicInput is the Messages API's own input_tokens (the prompt
+	// without what the cache read and wrote), what llama-swap reads.
+	anthropicInput *int64
 }
 
 func (u *Usage) names() (prompt, completion, cached string) {
@@ -169,6 +177,7 @@ func parseUsage(v any, endpoint string) (*Usage, []Finding) {
 		return &u, bad
 	}
 	u.PromptTokens, u.promptName = readInt(val, "usage.input_tokens"), "usage.input_tokens"
+	u.anthropicInput = u.PromptTokens
 	if endpoint == EndpointResponses {
 		if d, ok := obj["input_tokens_details"].(map[string]any); ok {
 			if val, ok := d["cached_tokens"]; ok && val != nil {

@@ -171,6 +171,9 @@ func (s *swap) check(ctx context.Context, res *Result, model string) error {
 	s.last = row.ID
 	res.LlamaSwap = &SwapCheck{Row: row.SwapRow}
 	truth, ok := swapTruth(res.parsed)
+	if !ok && res.Source == "none" && res.Usage != nil {
+		truth, ok = usageTruth(res.Usage, res.Endpoint)
+	}
 	if !ok {
 		res.Notes = append(res.Notes, Finding{CheckLlamaSwapRow, "no usable timings, so llama-swap's row is not compared with a truth"})
 		return nil
@@ -239,6 +242,25 @@ func swapTruth(t Timings) (SwapRow, bool) {
 		Input: int64(pn), Cached: int64(cn), Output: int64(dn),
 		PromptPerSecond: perSecond(pn, pms), TokensPerSecond: perSecond(dn, dms), DurationMS: pms + dms,
 	}, true
+}
+
+// usageTruth is what llama-swap shows for a response without timings: the
+// counts of its usage as llama-swap reads them (extractUsageTokens: input
+// from prompt_tokens, else input_tokens, which for the Messages API leaves
+// out the cache reads; cached -1 when usage has no count), no speeds (-1),
+// and any duration.
+func usageTruth(u *Usage, endpoint string) (SwapRow, bool) {
+	if u.PromptTokens == nil || u.CompletionTokens == nil {
+		return SwapRow{}, false
+	}
+	row := SwapRow{Input: *u.PromptTokens, Cached: -1, Output: *u.CompletionTokens, PromptPerSecond: -1, TokensPerSecond: -1}
+	if endpoint == EndpointMessages && u.anthropicInput != nil {
+		row.Input = *u.anthropicInput
+	}
+	if u.CachedTokens != nil {
+		row.Cached = *u.CachedTokens
+	}
+	return row, true
 }
 
 func perSecond(n, ms float64) float64 {

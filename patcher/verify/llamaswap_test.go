@@ -99,6 +99,46 @@ func TestLlamaSwapWithVLLMMetrics(t *testing.T) {
 	}
 }
 
+// TestLlamaSwapFallbackNoStats: behind the real llama-swap, a full
+// response the fallback sent without timings (no engine stats) is checked
+// against the row llama-swap makes from usage alone (the whole prompt as
+// input, the cached count, no speeds), and every stream against its
+// timings; the report says which requests the fallback answered how.
+func TestLlamaSwapFallbackNoStats(t *testing.T) {
+	var out bytes.Buffer
+	o := behindLlamaSwap(t, "fallback-no-stats", &out)
+	o.Multi = true
+	o.Endpoints = verify.AllEndpoints
+	rep, err := verify.Collect(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%v\n%+v", err, rep)
+	}
+	for _, r := range rep.Results {
+		sc := r.LlamaSwap
+		if sc == nil || sc.Truth == nil {
+			t.Fatalf("%s: no llama-swap row or truth: %+v", r.Name, sc)
+		}
+		if r.Stream != (r.Source == "stream") || !r.Stream && r.Source != "none" {
+			t.Errorf("%s: source %q", r.Name, r.Source)
+		}
+		if !r.Stream && (sc.Truth.PromptPerSecond != -1 || sc.Row.PromptPerSecond != -1 || sc.Row.TokensPerSecond != -1) {
+			t.Errorf("%s: a full response without timings got speeds: %+v", r.Name, sc)
+		}
+	}
+	if err := verify.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"vllm-timings' fallback middleware answered (header X-Vllm-Timings):",
+		"  stream: a stream: the engine's stats where the server keeps them, else the API server's clock: chat stream+usage, chat stream,",
+		"  none: none: a full response without engine stats: chat, chat repeat, completion, responses, responses repeat, messages, messages repeat, chat n=2,",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 // TestLlamaSwapAPIMissing: --llama-swap at a server without llama-swap's
 // activity API, or with one whose rows lack the numbers, is exit 28 before
 // any request is sent.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -117,6 +118,7 @@ func writeTable(w io.Writer, rep *Report) {
 		fmt.Fprintln(w, b.String())
 	}
 
+	writeSources(w, rep)
 	if rep.LlamaSwap {
 		writeSwapTable(w, rep)
 	}
@@ -165,6 +167,45 @@ func writeTable(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, "FAIL: %d of %d responses have wrong or missing timings or a wrong llama-swap row (llama-swap got %d wrong)\n", failed, len(rep.Results), swapWrong)
 	default:
 		fmt.Fprintf(w, "FAIL: %d of %d responses have wrong or missing timings\n", failed, len(rep.Results))
+	}
+}
+
+// sourceMeaning says, per x-vllm-timings value, where the timings came from.
+var sourceMeaning = []struct{ value, meaning string }{
+	{"patch", "the patch (the fallback passed them through)"},
+	{"metrics", "vLLM's per-request metrics (engine: scheduling to first token, first to last)"},
+	{"engine", "the engine's stats of the request (scheduling to first token, first to last)"},
+	{"clock", "the API server's clock (arrival to first output, first to last: queueing and tokenizing count as prompt time)"},
+	{"stream", "a stream: the engine's stats where the server keeps them, else the API server's clock"},
+	{"none", "none: a full response without engine stats"},
+}
+
+// writeSources prints, when vllm-timings' fallback middleware answered,
+// which requests got their timings from where (its x-vllm-timings header).
+func writeSources(w io.Writer, rep *Report) {
+	by := map[string][]string{}
+	for _, r := range rep.Results {
+		if r.Source != "" {
+			by[r.Source] = append(by[r.Source], r.Name)
+		}
+	}
+	if len(by) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nvllm-timings' fallback middleware answered (header %s):\n", FallbackHeader)
+	for _, s := range sourceMeaning {
+		if names := by[s.value]; len(names) > 0 {
+			fmt.Fprintf(w, "  %s: %s: %s\n", s.value, s.meaning, strings.Join(names, ", "))
+			delete(by, s.value)
+		}
+	}
+	rest := make([]string, 0, len(by))
+	for v := range by {
+		rest = append(rest, v)
+	}
+	slices.Sort(rest)
+	for _, v := range rest {
+		fmt.Fprintf(w, "  %s: %s\n", v, strings.Join(by[v], ", "))
 	}
 }
 

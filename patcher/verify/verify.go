@@ -16,6 +16,10 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 )
 
+// FallbackHeader is the response header by which vllm-timings' fallback
+// middleware says where a response's timings came from.
+const FallbackHeader = "X-Vllm-Timings"
+
 // DefaultTimeout bounds each request. It is long because the first request
 // through llama-swap may start the model, and vLLM can take minutes to load.
 const DefaultTimeout = 5 * time.Minute
@@ -125,6 +129,11 @@ type Result struct {
 	Notes    []Finding `json:"notes"`
 	// LlamaSwap is what llama-swap recorded, with --llama-swap.
 	LlamaSwap *SwapCheck `json:"llama_swap,omitempty"`
+	// Source is where vllm-timings' fallback middleware took the timings
+	// from, as its x-vllm-timings header says: patch (they were there),
+	// metrics, engine, clock or none on a full response, stream on a
+	// stream (its headers leave before its end). "" without the fallback.
+	Source string `json:"source,omitempty"`
 
 	parsed  Timings
 	metrics map[string]any // vLLM's own per-request metrics, if sent
@@ -393,6 +402,7 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 		return nil, err
 	}
 	res := &Result{Request: rq, WallMS: resp.wallMS, Failures: []Finding{}, Notes: []Finding{}}
+	res.Source = resp.header.Get(FallbackHeader)
 	var in checkInput
 	in.wallMS = resp.wallMS
 	present := false // a timings key was found, maybe null
@@ -457,6 +467,9 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 			present = true
 			in.timings = obj["timings"]
 			in.nonStandard = nonStandard
+		} else if res.Source == "none" {
+			res.Notes = append(res.Notes, Finding{NoteFallbackNoSource, "no timings: vllm-timings' fallback serves " + rq.Path +
+				" here, and this server keeps no engine stats it can match to a full response (--disable-log-stats, or a vLLM before 0.20); a full response's split into prompt and generation time is not guessed, so llama-swap shows its row from usage, without speeds"})
 		} else {
 			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, "the response has no timings" + missingHint(rq)})
 		}

@@ -166,6 +166,9 @@ func TestScenarios(t *testing.T) {
 		// hit, subtract the cache twice).
 		{"vllm-metrics", verify.ExitChecksFailed, expand(verify.CheckLlamaSwapMetrics, usageReq), nil},
 		{"vllm-metrics-cleared", 0, nil, expand(verify.NoteVLLMMetrics, usageReq)},
+		// The fallback gives a full response no timings without engine
+		// stats: a note, not a failure.
+		{"fallback-no-stats", 0, nil, expand(verify.NoteFallbackNoSource, chat, repeat, compl)},
 		// These break /v1/responses and /v1/messages only
 		// (TestEndpointScenarios).
 		{"responses-timings-in-response", 0, nil, nil},
@@ -271,6 +274,7 @@ func TestEndpointScenarios(t *testing.T) {
 		// read them.
 		{"vllm-metrics", expandNew(verify.CheckLlamaSwapMetrics, resp, respR), nil},
 		{"vllm-metrics-cleared", nil, expandNew(verify.NoteVLLMMetrics, resp, respR)},
+		{"fallback-no-stats", nil, expandNew(verify.NoteFallbackNoSource, resp, respR, msgs, msgsR)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.scenario, func(t *testing.T) {

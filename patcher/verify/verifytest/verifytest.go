@@ -55,6 +55,10 @@ type scenario struct {
 	// "all" as vLLM computes them, "cleared" without time_to_first_token_ms
 	// and mean_itl_ms, as the patch leaves them beside timings.
 	vllmMetrics string
+	// fallback answers as vllm-timings' fallback middleware on a server
+	// without engine stats: full responses without timings and the header
+	// x-vllm-timings: none, streams with timings and x-vllm-timings: stream.
+	fallback bool
 }
 
 var scenarios = map[string]scenario{
@@ -172,6 +176,10 @@ var scenarios = map[string]scenario{
 	"draft-good": {
 		doc:     "correct, with speculative decoding fields",
 		timings: func(t *object, _ *counts) { t.set("draft_n", 6); t.set("draft_n_accepted", 4) },
+	},
+	"fallback-no-stats": {
+		doc:      "vllm-timings' fallback without engine stats: no timings on full responses (header x-vllm-timings: none), timings on streams",
+		fallback: true,
 	},
 	"responses-timings-in-response": {
 		doc:               "a Responses stream's timings only inside response.completed's response, where llama-swap does not look",
@@ -520,9 +528,10 @@ func (s *server) complete(w http.ResponseWriter, chat bool, req *request) {
 	}
 
 	timings := t
-	if s.sc.noTimings == "all" || (s.sc.noTimings == "stream" && req.Stream) {
+	if s.sc.noTimings == "all" || (s.sc.noTimings == "stream" && req.Stream) || (s.sc.fallback && !req.Stream) {
 		timings = nil
 	}
+	s.fallbackHeader(w, req)
 	id := fmt.Sprintf("cmpl-%d", call)
 	text := strings.Repeat("blue ", perChoice)
 	total := choices * len(prompts)
@@ -689,9 +698,10 @@ func (s *server) endpoint(w http.ResponseWriter, api string, req *request) {
 		u.set("cache_creation_input_tokens", c.createdN)
 	}
 	timings := t
-	if s.sc.noTimings == "all" || (s.sc.noTimings == "stream" && req.Stream) {
+	if s.sc.noTimings == "all" || (s.sc.noTimings == "stream" && req.Stream) || (s.sc.fallback && !req.Stream) {
 		timings = nil
 	}
+	s.fallbackHeader(w, req)
 	id := fmt.Sprintf("%s-%d", api, call)
 	text := strings.Repeat("blue ", perChoice)
 	if api == "responses" {
@@ -812,6 +822,19 @@ func (s *server) endpoint(w http.ResponseWriter, api string, req *request) {
 	}
 	sendEvent(w, "message_delta", delta)
 	sendEvent(w, "message_stop", ev("message_stop"))
+}
+
+// fallbackHeader sets the fallback middleware's header, in the fallback
+// scenario.
+func (s *server) fallbackHeader(w http.ResponseWriter, req *request) {
+	if !s.sc.fallback {
+		return
+	}
+	if req.Stream {
+		w.Header().Set("X-Vllm-Timings", "stream")
+	} else {
+		w.Header().Set("X-Vllm-Timings", "none")
+	}
 }
 
 func (s *server) streamHeader(w http.ResponseWriter) {
