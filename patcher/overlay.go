@@ -208,6 +208,10 @@ func (s *Session) RevertOverlay(dir string, dryRun bool) ([]string, error) {
 	return clearOverlay(abs, dryRun)
 }
 
+// FallbackDirPrefix starts the directories exec writes the fallback's
+// module into inside an overlay (vllm-timings-fallback-DIGEST).
+const FallbackDirPrefix = "vllm-timings-fallback-"
+
 // checkOverlayDir makes dir absolute and refuses one the overlay cannot
 // use: inside the vllm package, holding ':' (PYTHONPATH's separator),
 // not a directory, or holding files the overlay did not write (the
@@ -235,6 +239,9 @@ func checkOverlayDir(dir string, inst *Install) (string, error) {
 	}
 	var foreign []string
 	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), FallbackDirPrefix) {
+			continue // exec's fallback module; a dash keeps it unimportable
+		}
 		switch e.Name() {
 		case overlayManifestName, overlayFilesDir, "__pycache__":
 			continue

@@ -49,6 +49,9 @@ type StatusReport struct {
 	// Parts are the parts besides chat (PatchSet, Why and Files cover the
 	// chosen sets of all parts together).
 	Parts []PartStatus `json:"parts,omitempty"`
+	// NoFit: no patch set fits chat/completions (nor does the manifest
+	// record one); Why says how close the closest comes.
+	NoFit bool `json:"no_fit,omitempty"`
 	// Sets are the sets in use, chat's first: the chosen ones and those
 	// known only from the manifest.
 	Sets []SetStatus `json:"sets,omitempty"`
@@ -181,10 +184,21 @@ func (s *Session) usableRecords() (map[string]*recordedSet, []string) {
 
 // reportNoFit is status when no chat set fits and the manifest records
 // none: why, and what is there (marked files are ours, the rest unknown).
+//
+// The tree is unpatched unless some file holds edits of ours (or of the
+// older scripts) that no set explains, or sets that fit disagree; the
+// other parts are reported as when chat fits.
 func (s *Session) reportNoFit(r *StatusReport) {
 	_, err := s.plan(true, false)
+	r.NoFit = true
 	r.Why = "no patch set fits"
-	r.State = Modified
+	if s.Sel.Err == nil {
+		r.Why = unfitWhy(&PartChoice{Candidates: s.Sel.Candidates})
+	}
+	r.State = Unpatched
+	if s.Sel.Err != nil {
+		r.State = Modified
+	}
 	r.Problem, r.Problems = err, err.Error()
 	for _, rel := range s.Library.targets() {
 		st := s.snap[rel]
@@ -193,9 +207,22 @@ func (s *Session) reportNoFit(r *StatusReport) {
 			f.State = Unpatched
 			if _, had, err := edit.Strip(st.Data); err != nil || had || edit.Owned(st.Data) {
 				f.State = Modified
+				r.State = Modified
 			}
 		}
 		r.Files = append(r.Files, f)
+	}
+	for _, c := range s.Sel.Parts {
+		ps := PartStatus{Part: c.Part, Endpoints: PartLabel(c.Part), Why: c.Why, State: PartFits}
+		switch {
+		case c.Chosen != nil:
+			ps.PatchSet = c.Chosen.Set.Name
+		case c.Unfit():
+			ps.State = PartUnfit
+		default:
+			ps.State = PartNotServed
+		}
+		r.Parts = append(r.Parts, ps)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllm-timings/vllm-timings/patcher"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
+	"github.com/vllm-timings/vllm-timings/patcher/fallback"
 )
 
 // execve replaces this process; tests swap it.
@@ -27,8 +28,9 @@ func execErrorf(code exit.Code, format string, args ...any) error {
 
 type execOptions struct {
 	applyOptions
-	argv    []string
-	environ func() []string
+	fallback fallbackOptions
+	argv     []string
+	environ  func() []string
 }
 
 func newCmdExec(errw io.Writer) *cobra.Command {
@@ -58,6 +60,24 @@ makes it exit 29 instead).
 With --overlay DIR the vLLM files are not touched (for a read-only or
 non-root install): the patched modules go into DIR, and COMMAND runs with
 DIR first on PYTHONPATH.
+
+The fallback (--fallback auto, the default): the parts no patch set fits
+get timings anyway, through vLLM's own extension points, editing no vLLM
+file. When COMMAND is vllm serve, vllm-timings writes its middleware
+module into a directory of this user's (or the overlay, or
+--fallback-dir), puts that first on PYTHONPATH and adds to COMMAND
+--middleware vllm_timings_fallback.TimingsMiddleware and the flags it
+needs (--enable-force-include-usage, --enable-prompt-tokens-details), each
+only where this vLLM has it and COMMAND does not set it. Where vLLM keeps
+per-request stats (no --disable-log-stats) a stat logger plugin gives it
+the engine's times. That covers everything apply did not patch: a part
+no set fits, and all of them when nothing was patched (a read-only tree,
+a failed apply, a vLLM no set fits: under --on-failure abort too, which
+then starts vLLM with the fallback instead of stopping). Anything that
+stops the fallback (COMMAND is not vllm serve, a vLLM without
+--middleware, no writable directory, a Python that cannot import the
+module) is a warning, and COMMAND runs as given. --fallback always adds it
+for every part, --fallback off never.
 
 apply's messages go to stderr. Once COMMAND runs, its exit status is
 vllm-timings'; before, the codes are apply's (127: COMMAND not found,
@@ -92,6 +112,7 @@ vllm-timings'; before, the codes are apply's (127: COMMAND not found,
 	cmd.Flags().BoolVar(&o.allParts, "all-parts", false, allPartsUsage+" (as apply --all-parts; COMMAND does not run)")
 	o.registerLock(cmd)
 	o.registerOverlay(cmd)
+	o.fallback.register(cmd)
 	return cmd
 }
 
@@ -104,14 +125,29 @@ func execRun(o *execOptions) error {
 	if o.vllmBin == "" && o.vllmDir == "" && filepath.Base(path) == "vllm" {
 		o.vllmBin, o.vllmBinIs = path, "the command"
 	}
+	o.applyOptions.fallback = fallback.Mode(o.fallback.mode) != fallback.Off && fallback.IsServe(append([]string{path}, o.argv[1:]...))
 	overlay, err := applyOrWarn(&o.applyOptions)
-	if err != nil {
+	if err != nil && !(o.applyOptions.fallback && o.result.unfit) {
 		return err
 	}
 	if overlay != "" {
 		env = prependPythonPath(env, overlay)
 	}
-	return execCommand(path, o.argv, env)
+	j := joinFallback(o.fallback, o.result, o.overlay, path, o.argv, env)
+	if err != nil {
+		// No set fits chat/completions: under abort that stops here,
+		// unless the fallback serves them instead.
+		if j.serve == nil || !j.serve.Parts.Chat {
+			if !j.notServe {
+				j.report(o.err)
+			}
+			return err
+		}
+		fmt.Fprintf(o.err, "%s\n", strings.TrimRight(errorText(err), "\n"))
+		logf(o.err, "warning: nothing was changed; vLLM starts with the fallback instead of the patch")
+	}
+	j.report(o.err)
+	return execCommand(path, j.argv, j.env)
 }
 
 // execCommand replaces the process with path. Like execvp, a file the

@@ -35,6 +35,10 @@ type applyOptions struct {
 	// the progress lines and warnings: stderr in every command, so that
 	// exec's COMMAND owns stdout.
 	out, err io.Writer
+	// fallback: exec will start vLLM with the fallback for the parts no
+	// set fits (the messages say so); result is what the run found.
+	fallback bool
+	result   applied
 }
 
 func newCmdApply(out, errw io.Writer) *cobra.Command {
@@ -113,7 +117,11 @@ func applyOrWarn(o *applyOptions) (overlay string, err error) {
 			}
 			if err != nil {
 				fmt.Fprintf(o.err, "%s\n", strings.TrimRight(errorText(err), "\n"))
-				logf(o.err, "warning: %s; vLLM starts without timings (--on-failure warn)", afterFailure(err))
+				if o.fallback {
+					logf(o.err, "warning: %s; vLLM starts without the patch (--on-failure warn)", afterFailure(err))
+				} else {
+					logf(o.err, "warning: %s; vLLM starts without timings (--on-failure warn)", afterFailure(err))
+				}
 				overlay, err = "", nil
 			}
 		}()
@@ -129,7 +137,7 @@ func afterFailure(err error) string {
 	return "nothing was changed"
 }
 
-func applyDo(o *applyOptions) (string, error) {
+func applyDo(o *applyOptions) (overlay string, err error) {
 	opts := o.options()
 	// A part other than chat that fits no set costs that part's timings
 	// only: the parts that fit are applied (unless --all-parts); under
@@ -144,18 +152,42 @@ func applyDo(o *applyOptions) (string, error) {
 	defer s.Close()
 	defer warn(o.err, s)
 	logf(o.err, "vLLM %s at %s (found via %s)", s.Install.Version, s.Install.Dir, s.Install.Via)
+	o.result.vllmDir = s.Install.Dir
 	p, err := s.Plan()
+	if s.Sel != nil {
+		o.result.known = true
+		for _, c := range s.Sel.Unfit() {
+			switch c.Part {
+			case "responses":
+				o.result.unfitParts.Responses = true
+			case "messages":
+				o.result.unfitParts.Messages = true
+			}
+		}
+	}
 	if err != nil {
+		o.result.unfit = s.Sel != nil && s.Sel.Chosen == nil
 		return "", err
 	}
 	logf(o.err, "%s", s.Sel.Why)
+	var unfit []string
 	for _, c := range s.Sel.Parts {
 		if c.Unfit() {
-			warnUnfit(o.err, c)
+			warnUnfit(o.err, c, o.fallback)
+			unfit = append(unfit, patcher.PartLabel(c.Part))
 			continue
 		}
 		logf(o.err, "%s: %s", patcher.PartLabel(c.Part), c.Why)
 	}
+	if len(unfit) > 0 && !o.fallback {
+		logf(o.err, "%s", fallbackNote(s.Install.Dir, unfit))
+	}
+	// What the patch serves once this run succeeds.
+	defer func() {
+		if err == nil {
+			o.result.patched = partsOf(s.Sel)
+		}
+	}()
 	if o.overlay != "" {
 		return applyOverlay(o, s, p)
 	}
@@ -189,7 +221,11 @@ func applyDo(o *applyOptions) (string, error) {
 }
 
 // warnUnfit names a part that gets no timings while the others are applied.
-func warnUnfit(w io.Writer, c *patcher.PartChoice) {
+func warnUnfit(w io.Writer, c *patcher.PartChoice, fallback bool) {
+	if fallback {
+		logf(w, "warning: %s gets no patch: %s; the parts that fit are applied, and the fallback serves this one. Run \"vllm-timings doctor\" to see what moved", patcher.PartLabel(c.Part), c.Why)
+		return
+	}
 	logf(w, "warning: %s gets no timings: %s; the parts that fit are applied. Run \"vllm-timings doctor\" to see what moved; --all-parts writes nothing unless every part fits", patcher.PartLabel(c.Part), c.Why)
 }
 
@@ -224,6 +260,21 @@ func applyOverlay(o *applyOptions, s *patcher.Session, p *patcher.SetPlan) (stri
 	logf(o.err, "%s is unchanged; Python uses the overlay with this directory first on PYTHONPATH:", s.Install.Dir)
 	fmt.Fprintln(o.out, res.PythonPath())
 	return res.Dir, nil
+}
+
+// statusUnfit are the endpoints a status report says no set serves:
+// chat/completions when none fits, and each part served but unfit.
+func statusUnfit(r *patcher.StatusReport) []string {
+	var out []string
+	if r.NoFit {
+		out = append(out, patcher.PartLabel(spec.DefaultPart))
+	}
+	for _, p := range r.Parts {
+		if p.State == patcher.PartUnfit {
+			out = append(out, p.Endpoints)
+		}
+	}
+	return out
 }
 
 // --- status ---
@@ -286,11 +337,27 @@ func statusRun(o *statusOptions) error {
 		return enc.Encode(r)
 	}
 	fmt.Fprintf(o.out, "vLLM %s at %s (found via %s)\n", r.Version, r.VLLMDir, r.Via)
-	if r.PatchSet != "" {
-		fmt.Fprintf(o.out, "%s\n", r.Why)
+	// A vLLM no set fits, untouched: a few lines (what fits, what the
+	// fallback serves, where to look); doctor has the anchors.
+	short := r.NoFit && r.State != patcher.Modified && r.Overlay == nil
+	if r.PatchSet != "" || short {
+		if short {
+			fmt.Fprintf(o.out, "%s: %s\n", patcher.PartLabel(spec.DefaultPart), r.Why)
+		} else {
+			fmt.Fprintf(o.out, "%s\n", r.Why)
+		}
 		for _, p := range r.Parts {
 			fmt.Fprintf(o.out, "%s: %s\n", p.Endpoints, p.Why)
 		}
+	}
+	if short {
+		fmt.Fprintf(o.out, "state: %s (nothing of vllm-timings in the tree)\n", r.State)
+		fmt.Fprintf(o.out, "%s\n", fallbackNote(r.VLLMDir, statusUnfit(r)))
+		fmt.Fprintf(o.out, "\"vllm-timings doctor\" says which anchors moved and writes a patch set to adapt; \"vllm-timings status --json\" has every problem.\n")
+		return nil
+	}
+	if unfit := statusUnfit(r); len(unfit) > 0 && r.PatchSet != "" {
+		fmt.Fprintf(o.out, "%s\n", fallbackNote(r.VLLMDir, unfit))
 	}
 	if v := r.Overlay; v != nil {
 		fmt.Fprintf(o.out, "overlay: %s%s\n", v.Dir, from)
@@ -448,7 +515,7 @@ no set is left out with a warning on stderr (--all-parts: exit 29, no diff).
 				return err
 			}
 			for _, c := range s.Sel.Unfit() {
-				warnUnfit(o.err, c)
+				warnUnfit(o.err, c, false)
 			}
 			return nil
 		},

@@ -96,7 +96,7 @@ func Plan(f Features, argv []string, parts Parts, mode Mode, readConfig func(str
 	if !parts.Any() {
 		return nil, nil
 	}
-	if !isServe(argv) {
+	if !IsServe(argv) {
 		return nil, off("the command is not `vllm serve`, so the flags the fallback needs cannot be added to it")
 	}
 	if !f.Middleware {
@@ -127,8 +127,10 @@ func Plan(f Features, argv []string, parts Parts, mode Mode, readConfig func(str
 		s.Sources = "the engine's stats of each request; on streams where they are missing, the API server's clock"
 	case !stats:
 		s.Sources = "the API server's clock on streams (vLLM keeps no per-request stats); full responses get none"
+	case !f.StatLoggerPlugins:
+		s.Sources = "the API server's clock on streams (this vLLM has no stat logger plugins); full responses get none"
 	default:
-		s.Sources = "the API server's clock on streams (this vLLM's stat loggers get no request ids); full responses get none"
+		s.Sources = "the API server's clock on streams (this vLLM's finished-request stats carry no request ids); full responses get none"
 	}
 	if f.PerRequestMetrics && given(args, config, "enable-per-request-metrics") {
 		s.Sources = "vLLM's per-request metrics where it sends them; else " + s.Sources
@@ -136,9 +138,9 @@ func Plan(f Features, argv []string, parts Parts, mode Mode, readConfig func(str
 	return s, nil
 }
 
-// isServe reports whether argv runs vLLM's OpenAI server: `vllm serve`,
+// IsServe reports whether argv runs vLLM's OpenAI server: `vllm serve`,
 // or python -m vllm.entrypoints.cli.main serve / vllm.entrypoints.openai.api_server.
-func isServe(argv []string) bool {
+func IsServe(argv []string) bool {
 	if len(argv) < 2 {
 		return false
 	}

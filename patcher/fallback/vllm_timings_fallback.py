@@ -44,7 +44,9 @@ usage: predicted_n = completion (output) tokens; cache_n = the cached
 prompt tokens (``prompt_tokens_details.cached_tokens``, the Responses API's
 ``input_tokens_details.cached_tokens``, Anthropic's
 ``cache_read_input_tokens``; vLLM fills them under
-``--enable-prompt-tokens-details``); prompt_n = prompt tokens - cache_n
+``--enable-prompt-tokens-details``; for a completion of several prompts,
+whose usage counts one prompt's cached tokens only, the engine's count of
+each prompt where source 2 has them); prompt_n = prompt tokens - cache_n
 (Anthropic's ``input_tokens`` leaves the cache reads out already). Where no
 cached count is known at all, cache_n is left out, prompt_n is the whole
 prompt, and the prompt speed is 0.0 (unknown): how much of it was
@@ -252,16 +254,17 @@ def __getattr__(name):
 def _records_for(rid, expected):
     """The records whose request id is rid's: rid itself, or rid with a
     "-i" (completions: one per prompt) or "_i" suffix (Responses: one per
-    turn; chat: one per conversation of a batch)."""
+    turn; chat: one per conversation of a batch), as (request id, record)."""
     found = []
     kept = _RECORDS.get(rid)
     if kept:
-        found.extend(kept)
+        found.extend((rid, r) for r in kept)
     for sep in ("-", "_"):
         for i in range(max(expected, 1) + 1):
-            kept = _RECORDS.get("%s%s%d" % (rid, sep, i))
+            key = "%s%s%d" % (rid, sep, i)
+            kept = _RECORDS.get(key)
             if kept:
-                found.extend(kept)
+                found.extend((key, r) for r in kept)
     return found
 
 
@@ -383,23 +386,31 @@ def _spans_ms(intervals):
 
 
 def _from_records(records):
-    """(prompt_ms, predicted_ms, cached) from stat-logger records, or None."""
+    """(prompt_ms, predicted_ms, cached) from (request id, record) pairs,
+    or None. cached sums, over the prompts (request ids), the smallest
+    count among the prompt's choices (the first of them to be scheduled
+    found the least in the cache); None where a count is missing."""
     intervals = []
-    cached = 0
-    for recorded_at, prefill, decode, num_cached, _ in records:
+    per_prompt = {}
+    for rid, (recorded_at, prefill, decode, num_cached, _) in records:
         prefill, decode = _duration(prefill), _duration(decode)
         if prefill is None or decode is None:
             return None
         first = recorded_at - decode
         intervals.append((first - prefill, first, recorded_at))
         num_cached = _count(num_cached)
-        cached = None if cached is None or num_cached is None else cached + num_cached
+        if num_cached is None or per_prompt.get(rid, 0) is None:
+            per_prompt[rid] = None
+        else:
+            per_prompt[rid] = min(per_prompt.get(rid, num_cached), num_cached)
     if not intervals:
         return None
+    cached = None if None in per_prompt.values() else sum(per_prompt.values())
     if len(records) == 1:
         # The engine's own differences, not their round trip through the
         # clock.
-        return _duration(records[0][1]) * 1000.0, _duration(records[0][2]) * 1000.0, cached
+        _, (_, prefill, decode, _, _) = records[0]
+        return _duration(prefill) * 1000.0, _duration(decode) * 1000.0, cached
     prompt_ms, predicted_ms = _spans_ms(intervals)
     return prompt_ms, predicted_ms, cached
 
@@ -598,7 +609,10 @@ async def _from_stats(final, expected):
         return None
     prompt_ms, predicted_ms, cached = found
     counts = final.counts
-    if counts[1] is None and cached is not None and len(records) == 1:
+    prompts = len({rid for rid, _ in records})
+    # usage's cached count where it has one, except for several prompts:
+    # vLLM's usage counts one prompt's cached tokens only.
+    if cached is not None and (counts[1] is None or prompts > 1):
         counts = (counts[0], cached, counts[2])
     return timings_for(counts, prompt_ms, predicted_ms)
 

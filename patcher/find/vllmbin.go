@@ -108,6 +108,11 @@ func scriptInterpreter(script, path string) (string, error) {
 	return interp, nil
 }
 
+// ScriptInterpreter is the Python interpreter a console script runs
+// (its #! line, env's lookup on path, or pip's sh-exec form), for a
+// check that must run the same Python as the script.
+func ScriptInterpreter(script, path string) (string, error) { return scriptInterpreter(script, path) }
+
 // firstShellWord reads the first word of a shell line as sh would, for
 // the quoting installers write: bare characters, '...', and "..." with
 // backslash escapes. ok is false for an empty or unterminated word.

@@ -293,6 +293,19 @@ class FullResponses(unittest.TestCase):
         self.assertAlmostEqual(t["predicted_ms"], 250.0)  # 9.85 .. 10.1
         self.assertEqual(t["cache_n"], 0)
 
+    def test_several_prompts_cached_from_the_engine(self):
+        # vLLM's usage counts one prompt's cached tokens; the engine has
+        # each prompt's (the smaller of its choices').
+        mod = self.mod
+        mod._STATS.update(active=True, ids=True)
+        body = shapes.completion_full(rid="cmpl-c", choices=3, cached=128, prompt_tokens=300)
+        mod._record_finished([finished_stats("cmpl-c-0", 0.1, 0.2, cached=128),
+                              finished_stats("cmpl-c-0", 0.1, 0.2, cached=144)], 10.0)
+        mod._record_finished([finished_stats("cmpl-c-1", 0.1, 0.2, cached=112)], 10.1)
+        t = json.loads(drive(mod, App(full(body.encode()))).body())["timings"]
+        self.assertEqual(t["cache_n"], 240)
+        self.assertEqual(t["prompt_n"] + t["cache_n"], json.loads(body)["usage"]["prompt_tokens"])
+
     def test_too_many_records_is_no_source(self):
         mod = self.mod
         mod._STATS.update(active=True, ids=True)

@@ -71,7 +71,7 @@ def chat_full(rid="chatcmpl-0a1b2c", timings=False, metrics=False, cached=128, c
     return dumps(body)
 
 
-def completion_full(rid="cmpl-0a1b2c", choices=1, cached=0):
+def completion_full(rid="cmpl-0a1b2c", choices=1, cached=0, prompt_tokens=None):
     return dumps({
         "id": rid,
         "object": "text_completion",
@@ -84,7 +84,7 @@ def completion_full(rid="cmpl-0a1b2c", choices=1, cached=0):
         ],
         "service_tier": None,
         "system_fingerprint": None,
-        "usage": _usage(40 * choices, 16 * choices, cached),
+        "usage": _usage(prompt_tokens or 40 * choices, 16 * choices, cached),
         "kv_transfer_params": None,
     })
 
