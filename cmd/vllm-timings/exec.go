@@ -15,6 +15,7 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/fallback"
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 )
 
 // execve replaces this process; tests swap it.
@@ -123,7 +124,12 @@ func execRun(o *execOptions) error {
 		return err
 	}
 	if o.vllmBin == "" && o.vllmDir == "" && filepath.Base(path) == "vllm" {
-		o.vllmBin, o.vllmBinIs = path, "the command"
+		// A vllm that is not a Python console script (a shell wrapper)
+		// names no interpreter to follow: vLLM is looked for as apply
+		// does.
+		if _, err := find.ScriptInterpreter(path, getenvFrom(env, "PATH")); !find.IsNotConsoleScript(err) {
+			o.vllmBin, o.vllmBinIs = path, "the command"
+		}
 	}
 	o.applyOptions.fallback = fallback.Mode(o.fallback.mode) != fallback.Off && fallback.IsServe(append([]string{path}, o.argv[1:]...))
 	overlay, err := applyOrWarn(&o.applyOptions)

@@ -2,6 +2,7 @@ package find
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,9 +66,9 @@ func scriptInterpreter(script, path string) (string, error) {
 	first, _ := r.ReadString('\n')
 	if !strings.HasPrefix(first, "#!") {
 		if strings.HasPrefix(first, "\x7fELF") {
-			return "", fmt.Errorf("%s is a compiled program, not a Python console script", script)
+			return "", notConsoleScript(fmt.Sprintf("%s is a compiled program, not a Python console script", script))
 		}
-		return "", fmt.Errorf("%s has no #! line naming its interpreter", script)
+		return "", notConsoleScript(fmt.Sprintf("%s has no #! line naming its interpreter", script))
 	}
 	words := strings.Fields(strings.TrimPrefix(strings.TrimSpace(first), "#!"))
 	if len(words) == 0 {
@@ -91,7 +92,7 @@ func scriptInterpreter(script, path string) (string, error) {
 	case "sh", "bash", "dash":
 		second, _ := r.ReadString('\n')
 		if !strings.HasPrefix(second, "'''exec' ") {
-			return "", fmt.Errorf("%s is a shell script, not a Python console script", script)
+			return "", notConsoleScript(fmt.Sprintf("%s is a shell script, not a Python console script", script))
 		}
 		word, ok := firstShellWord(strings.TrimPrefix(second, "'''exec' "))
 		if !ok {
@@ -106,6 +107,22 @@ func scriptInterpreter(script, path string) (string, error) {
 		return "", fmt.Errorf("%s: its interpreter %s does not exist or is not executable", script, interp)
 	}
 	return interp, nil
+}
+
+// notConsoleScript is the error for a program that is not a Python
+// console script at all (a shell wrapper, a compiled program), as opposed
+// to one whose interpreter is missing.
+type notConsoleScript string
+
+func (e notConsoleScript) Error() string { return string(e) }
+
+// IsNotConsoleScript reports whether err says a program is not a Python
+// console script (a shell wrapper, a compiled program, no #! line): its
+// interpreter cannot be read from it, and vLLM is better looked for
+// elsewhere.
+func IsNotConsoleScript(err error) bool {
+	var e notConsoleScript
+	return errors.As(err, &e)
 }
 
 // ScriptInterpreter is the Python interpreter a console script runs
