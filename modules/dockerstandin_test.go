@@ -29,7 +29,7 @@ const standinGroup = 64999
 // held to it by TestModuleMatchesCLI) whose docker is the stand-in's client.
 // A request through llama-swap must return timings, the daemon must have
 // seen nobody with the group, the argv must hold the read-only mount and
-// the patcher's statement, and the binary must have been read-only in the
+// the patcher's exec, and the binary must have been read-only in the
 // container. nobody without the group is refused, as by dockerd's socket.
 //
 // It needs root (mount namespaces, the socket's owner), util-linux and
@@ -183,7 +183,7 @@ func TestDockerStandIn(t *testing.T) {
 	if !slicesContains(r.Argv, vt+":"+mount+":ro") {
 		t.Errorf("docker run has no read-only mount of %s: %q", vt, r.Argv)
 	}
-	if !strings.Contains(r.Argv[len(r.Argv)-1], mount+" apply --on-failure warn || true;") {
+	if !strings.Contains(r.Argv[len(r.Argv)-1], "exec "+mount+" exec --on-failure warn -- vllm serve \"$@\" || exec vllm serve \"$@\"") {
 		t.Errorf("the container's command does not run the patcher: %q", r.Argv[len(r.Argv)-1])
 	}
 	if !r.Readonly[mount] || len(r.Readonly) != 1 {

@@ -336,7 +336,7 @@ func TestFlakeLib(t *testing.T) {
   inherit (vt) dockerArgs;
   cmd = vt.mkCmd { image = "img"; serveArgs = [ (vt.raw "\${X:+--x}") ]; };
 }`, &got)
-	if got.DockerArgs != "-v /opt/vt:/patches/vllm-timings:ro" || !strings.Contains(got.Cmd, "exec vllm serve ${X:+--x}\"") {
+	if got.DockerArgs != "-v /opt/vt:/patches/vllm-timings:ro" || !strings.Contains(got.Cmd, "set -- ${X:+--x}; shopt -s execfail; exec /patches/vllm-timings exec --on-failure warn -- vllm serve \\\"$@\\\" || exec vllm serve \\\"$@\\\"\"") {
 		t.Errorf("lib.fragments gave %+v", got)
 	}
 }

@@ -154,7 +154,7 @@ func TestVMNodeEvaluates(t *testing.T) {
 		"-docker-standin/bin/docker run",
 		"-v /nix/store/00000000000000000000000000000000-vllm-timings-0.1.0/bin/vllm-timings:/patches/vllm-timings:ro",
 		"if touch /patches/vllm-timings 2>/dev/null; then",
-		"/patches/vllm-timings apply --on-failure warn || true;",
+		"exec /patches/vllm-timings exec --on-failure warn -- vllm serve \\\"$@\\\" || exec vllm serve \\\"$@\\\"",
 	} {
 		if !strings.Contains(cmd, want) {
 			t.Errorf("the VM node's model cmd lacks %q:\n%s", want, cmd)

@@ -71,16 +71,18 @@ func FuzzWordsInProcess(f *testing.F) {
 				t.Fatalf("docker argv (-want +got):\n%s", diff)
 			}
 
-			wantApply := []string{mount, "apply", "--on-failure", "warn"}
-			for _, p := range containerPaths {
-				wantApply = append(wantApply, "--patchset", p)
-			}
-			wantExec := []string{"exec", "vllm", "serve"}
+			var serve []string
 			for _, a := range v.model.ServeArgs {
-				wantExec = append(wantExec, intended(v, a.Text))
+				serve = append(serve, intended(v, a.Text))
 			}
-			apply, exec := bashWords(t, argv[len(argv)-1])
-			if diff := cmp.Diff(wantApply, apply); diff != "" {
+			wantPatcher := []string{"exec", mount, "exec", "--on-failure", "warn"}
+			for _, p := range containerPaths {
+				wantPatcher = append(wantPatcher, "--patchset", p)
+			}
+			wantPatcher = append(append(wantPatcher, "--", "vllm", "serve"), serve...)
+			wantExec := append([]string{"exec", "vllm", "serve"}, serve...)
+			patcher, exec := bashWords(t, argv[len(argv)-1])
+			if diff := cmp.Diff(wantPatcher, patcher); diff != "" {
 				t.Errorf("patcher argv in bash (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(wantExec, exec); diff != "" {
@@ -93,31 +95,50 @@ func FuzzWordsInProcess(f *testing.F) {
 // testPort is the port llama-swap allocates in this test.
 const testPort = 5800
 
-// bashWords parses the -c script "PATCHER ARGS || true; exec vllm serve
-// ARGS" and expands the words of the two commands.
-func bashWords(t *testing.T, script string) (apply, exec []string) {
+// bashWords parses the -c script of the stock form, "set -- ARGS; shopt
+// -s execfail; exec PATCHER exec ... -- vllm serve "$@" || exec vllm serve
+// "$@"", and expands the words of its two exec statements, "$@" being the
+// words of set --.
+func bashWords(t *testing.T, script string) (patcher, exec []string) {
 	t.Helper()
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
 	if err != nil {
 		t.Fatalf("bash cannot parse %q: %v", script, err)
 	}
-	if len(f.Stmts) != 2 {
-		t.Fatalf("script %q has %d statements, want 2", script, len(f.Stmts))
+	if len(f.Stmts) != 3 {
+		t.Fatalf("script %q has %d statements, want 3", script, len(f.Stmts))
 	}
-	or, ok := f.Stmts[0].Cmd.(*syntax.BinaryCmd)
+	or, ok := f.Stmts[2].Cmd.(*syntax.BinaryCmd)
 	if !ok || or.Op != syntax.OrStmt {
-		t.Fatalf("first statement of %q is not CMD || ...", script)
+		t.Fatalf("third statement of %q is not CMD || CMD", script)
 	}
-	fields := func(st *syntax.Stmt) []string {
-		call, ok := st.Cmd.(*syntax.CallExpr)
-		if !ok || len(call.Assigns) > 0 || len(st.Redirs) > 0 {
+	call := func(st *syntax.Stmt) *syntax.CallExpr {
+		c, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok || len(c.Assigns) > 0 || len(st.Redirs) > 0 {
 			t.Fatalf("not a plain command in %q", script)
 		}
-		words, err := expand.Fields(nil, call.Args...)
+		return c
+	}
+	set, err := expand.Fields(nil, call(f.Stmts[0]).Args...)
+	if err != nil || len(set) < 2 || set[0] != "set" || set[1] != "--" {
+		t.Fatalf("first statement of %q is not set -- ARGS (%q, %v)", script, set, err)
+	}
+	if shopt, _ := expand.Fields(nil, call(f.Stmts[1]).Args...); !slices.Equal(shopt, []string{"shopt", "-s", "execfail"}) {
+		t.Fatalf("second statement of %q is not shopt -s execfail", script)
+	}
+	fields := func(st *syntax.Stmt) []string {
+		args := call(st).Args
+		last := args[len(args)-1]
+		if dq, ok := last.Parts[0].(*syntax.DblQuoted); !ok || len(last.Parts) != 1 || len(dq.Parts) != 1 {
+			t.Fatalf("%q does not end in \"$@\"", script)
+		} else if pe, ok := dq.Parts[0].(*syntax.ParamExp); !ok || pe.Param.Value != "@" {
+			t.Fatalf("%q does not end in \"$@\"", script)
+		}
+		words, err := expand.Fields(nil, args[:len(args)-1]...)
 		if err != nil {
 			t.Fatalf("expanding %q: %v", script, err)
 		}
-		return slices.Clip(words)
+		return append(slices.Clip(words), set[2:]...)
 	}
-	return fields(or.X), fields(f.Stmts[1])
+	return fields(or.X), fields(or.Y)
 }

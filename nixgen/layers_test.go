@@ -377,10 +377,13 @@ func (c *layerCase) check(t *testing.T, root, common string, lm swaptest.Model, 
 			want = append(want, "-c")
 			wantVllm = append([]string{filepath.Join(bin, "vllm"), "serve"}, serve...)
 		} else {
-			wantPatcher = append(wantPatcher, "apply", "--on-failure", c.onFailure())
+			// bash -c "... set -- ARGS; shopt -s execfail; exec PATCHER
+			// exec ... -- vllm serve "$@" || exec vllm serve "$@""
+			wantPatcher = append(wantPatcher, "exec", "--on-failure", c.onFailure())
 			for _, p := range containerPaths {
 				wantPatcher = append(wantPatcher, "--patchset", p)
 			}
+			wantPatcher = append(append(wantPatcher, "--", "vllm", "serve"), serve...)
 			want = append(want, "-c")
 			wantVllm = append([]string{filepath.Join(bin, "vllm"), "serve"}, serve...)
 		}
@@ -429,6 +432,26 @@ func (c *layerCase) check(t *testing.T, root, common string, lm swaptest.Model, 
 		}
 	} else if diff := cmp.Diff(append(slices.Clone(wantBefore), wantPatcher), calls); diff != "" || code != 13 {
 		t.Fatalf("a failing patcher with abort: exit %d (want 13), calls (-want +got):\n%s", code, diff)
+	}
+	if m.form() != formBash || m.Overlay != "" {
+		return
+	}
+	// The stock form with a patcher that cannot be executed at all (docker
+	// makes a directory of a -v source that is missing): under warn bash's
+	// execfail starts vllm serve as given; under abort bash stops (126).
+	if err := os.Remove(v.opts.Mount); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(v.opts.Mount, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	calls, code = run(-1)
+	if c.onFailure() == "warn" {
+		if diff := cmp.Diff(append(slices.Clone(wantBefore), wantVllm), calls); diff != "" || code != 0 {
+			t.Fatalf("a patcher that cannot run, with warn: exit %d, calls (-want +got):\n%s", code, diff)
+		}
+	} else if diff := cmp.Diff(wantBefore, calls); diff != "" || code != 126 {
+		t.Fatalf("a patcher that cannot run, with abort: exit %d (want 126), calls (-want +got):\n%s", code, diff)
 	}
 }
 
@@ -500,7 +523,8 @@ func runArgv(t *testing.T, root, common string, lm swaptest.Model, imageIndex in
 		}
 		code = ee.ExitCode()
 	}
-	if stderr.Len() > 0 {
+	// patcherExit -1: the patcher cannot be executed, and bash says so.
+	if stderr.Len() > 0 && !(patcherExit < 0 && bytes.Contains(stderr.Bytes(), []byte("cannot execute"))) {
 		t.Errorf("the run wrote to stderr: %s", stderr.Bytes())
 	}
 	raw, err := os.ReadFile(log)

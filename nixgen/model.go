@@ -245,20 +245,29 @@ func (b *model) docker() (Model, error) {
 		}
 		lines = append(lines, "--entrypoint "+mount, image, strings.Join(words, " "))
 	} else {
-		prefix := f.CmdPrefix + " exec vllm serve"
+		// exec patches vLLM, adds the fallback for what the patch does not
+		// serve, and becomes vllm serve; with --overlay it puts the
+		// overlay first on PYTHONPATH.
+		var words []string
+		input := "--mount"
 		if m.Overlay != "" {
-			// exec puts the overlay first on PYTHONPATH for vllm serve.
-			var words []string
-			for _, a := range append(append([]string{o.Mount}, o.execArgs(o.Mounts()[1:], m.Overlay, "")...), "vllm", "serve") {
-				q, err := shQuote("--overlay", a)
-				if err != nil {
-					return Model{}, err
-				}
-				words = append(words, q)
-			}
-			prefix = "exec " + llamaDQ(strings.Join(words, " "))
+			input = "--overlay"
 		}
-		script, err := b.script(prefix)
+		for _, a := range append(append([]string{o.Mount}, o.execArgs(o.Mounts()[1:], m.Overlay, "")...), "vllm", "serve") {
+			q, err := shQuote(input, a)
+			if err != nil {
+				return Model{}, err
+			}
+			words = append(words, q)
+		}
+		run := "exec " + llamaDQ(strings.Join(words, " "))
+		var script string
+		var err error
+		if m.Overlay != "" {
+			script, err = b.script(run)
+		} else {
+			script, err = b.execScript(run, o.OnFailure == "warn")
+		}
 		if err != nil {
 			return Model{}, err
 		}
@@ -292,6 +301,46 @@ func (b *model) script(prefix string) (string, error) {
 			return "", err
 		}
 		s.WriteString(" " + llamaDQ(w))
+	}
+	return s.String(), nil
+}
+
+// execScript is the bash -c source of the stock form: the before
+// statements, the serve arguments as bash's positional parameters, then
+// the patcher's exec (run: exec PATCHER exec ... -- vllm serve) with them.
+// Under warn, when the patcher cannot be executed at all (missing, a
+// directory, another architecture), bash's execfail makes that exec fail
+// instead of ending bash, and "|| exec vllm serve" starts vLLM as given:
+// the start never depends on the patcher.
+func (b *model) execScript(run string, warn bool) (string, error) {
+	var s strings.Builder
+	for i, st := range b.m.Before {
+		input := fmt.Sprintf("before statement %d", i+1)
+		if err := checkWord(input, st, b.known, ctxBash); err != nil {
+			return "", err
+		}
+		if err := checkStatement(input, st); err != nil {
+			return "", err
+		}
+		s.WriteString(llamaDQ(st) + "; ")
+	}
+	s.WriteString("set --")
+	for i, a := range b.m.ServeArgs {
+		w, err := b.serveWord(i, a, true)
+		if err != nil {
+			return "", err
+		}
+		s.WriteString(" " + llamaDQ(w))
+	}
+	s.WriteString("; ")
+	if warn {
+		s.WriteString("shopt -s execfail; ")
+	}
+	s.WriteString(run + ` \"$@\"`)
+	if warn {
+		// "||", not ";": a set -e among the before statements would
+		// otherwise stop bash at the failed exec.
+		s.WriteString(` || exec vllm serve \"$@\"`)
 	}
 	return s.String(), nil
 }

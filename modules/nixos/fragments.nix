@@ -746,13 +746,11 @@ let
             "--entrypoint /bin/bash"
             imageWord
             (
-              "-c \""
-              + statements
-              + (
-                if overlayPath == null then
-                  cmdPrefix + " exec vllm serve"
-                else
-                  # exec puts the overlay first on PYTHONPATH for vllm serve.
+              let
+                # exec patches vLLM, adds the fallback for what the patch
+                # does not serve, and becomes vllm serve; with overlay it
+                # puts the overlay first on PYTHONPATH.
+                run =
                   "exec "
                   + dq (
                     concatStringsSep " " (
@@ -766,9 +764,26 @@ let
                         ]
                       )
                     )
-                  )
+                  );
+                serveWords = concatStringsSep "" (map (a: " " + dq (serveBash a)) serveList);
+              in
+              "-c \""
+              + statements
+              + (
+                if overlayPath != null then
+                  run + serveWords
+                else
+                  # The serve arguments as bash's positional parameters;
+                  # under warn, a patcher that cannot be executed at all
+                  # (execfail) leaves vllm serve to start as given.
+                  "set --"
+                  + serveWords
+                  + "; "
+                  + (if failure == "warn" then "shopt -s execfail; " else "")
+                  + run
+                  + " \\\"$@\\\""
+                  + (if failure == "warn" then " || exec vllm serve \\\"$@\\\"" else "")
               )
-              + concatStringsSep "" (map (a: " " + dq (serveBash a)) serveList)
               + "\""
             )
           ]

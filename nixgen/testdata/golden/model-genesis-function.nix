@@ -27,7 +27,7 @@ assert lib.assertMsg (
       '--device=nvidia.com/gpu=all' '--ipc=host' \
       --entrypoint /bin/bash \
       vllm/vllm-openai:nightly-1acd67a795ebccdf9b9db7697ae9082058301657 \
-      -c "set -e; pip install xxhash pandas scipy -q; python3 -m vllm._genesis.patches.apply_all; /patches/vllm-timings apply --on-failure warn || true; exec vllm serve ''${VLLM_ENFORCE_EAGER:+--enforce-eager} --served-model-name ''${MODEL_ID} --max-model-len ''${ctx} --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}' --host 0.0.0.0 --port 8000"
+      -c "set -e; pip install xxhash pandas scipy -q; python3 -m vllm._genesis.patches.apply_all; set -- ''${VLLM_ENFORCE_EAGER:+--enforce-eager} --served-model-name ''${MODEL_ID} --max-model-len ''${ctx} --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}' --host 0.0.0.0 --port 8000; shopt -s execfail; exec /patches/vllm-timings exec --on-failure warn -- vllm serve \"$@\" || exec vllm serve \"$@\""
   '';
   cmdStop = "/run/current-system/sw/bin/docker stop \${MODEL_ID}";
   proxy = "http://127.0.0.1:\${PORT}";

@@ -10,7 +10,7 @@
         '--shm-size=1g' \
         --entrypoint /bin/bash \
         registry.example/vllm:1 \
-        -c "/patches/vllm-timings apply --on-failure abort --patchset '/patches/vllm-timings.d/1-$HOME ''${x y}.hcl' || exit $?; exec vllm serve ''' 'two words' 'back\\slash' \"it's\" '\"dq\"' '`date`' 'a;b|c&d' '#hash' '~user' 'glob*?[' \"'''\" 'café ☕' 'if' '--chat-template={% if x %}{{ y }}{% endif %}' \"--name=''${MODEL_ID}:''${PORT}\" \"it's ''${MODEL_ID}\" --raw"
+        -c "set -- ''' 'two words' 'back\\slash' \"it's\" '\"dq\"' '`date`' 'a;b|c&d' '#hash' '~user' 'glob*?[' \"'''\" 'café ☕' 'if' '--chat-template={% if x %}{{ y }}{% endif %}' \"--name=''${MODEL_ID}:''${PORT}\" \"it's ''${MODEL_ID}\" --raw; exec /patches/vllm-timings exec --on-failure abort --patchset '/patches/vllm-timings.d/1-$HOME ''${x y}.hcl' -- vllm serve \"$@\""
     '';
     cmdStop = "docker stop \${MODEL_ID}";
     proxy = "http://127.0.0.1:\${PORT}";

@@ -10,7 +10,7 @@
         '--device=nvidia.com/gpu=all' '--ipc=host' \
         --entrypoint /bin/bash \
         vllm/vllm-openai:nightly-1acd67a795ebccdf9b9db7697ae9082058301657 \
-        -c "/patches/vllm-timings apply --on-failure warn || true; exec vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 --served-model-name ''${MODEL_ID} --max-model-len ''${ctx} --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}' --host 0.0.0.0 --port 8000"
+        -c "set -- Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 --served-model-name ''${MODEL_ID} --max-model-len ''${ctx} --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}' --host 0.0.0.0 --port 8000; shopt -s execfail; exec /patches/vllm-timings exec --on-failure warn -- vllm serve \"$@\" || exec vllm serve \"$@\""
     '';
     cmdStop = "/run/current-system/sw/bin/docker stop \${MODEL_ID}";
     proxy = "http://127.0.0.1:\${PORT}";
