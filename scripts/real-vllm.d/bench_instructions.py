@@ -24,17 +24,10 @@ the per-chunk call, observe and attach).
 import asyncio
 import ctypes
 import gc
-import importlib.util
 import os
 import sys
 
-
-def load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+from testkit import load
 
 
 def relayout(seed):

@@ -7,21 +7,15 @@ its per-response cost (a tracker, one observe, attach); best of 7 repeats.
 PATH is patcher/patchsets, or a copy of an older module to compare with
 (git show REV:patcher/patchsets/llamacpp_timings.py > old.py).
 """
-import importlib.util
 import sys
 import timeit
 
 from vllm.outputs import CompletionOutput, RequestOutput
 from vllm.v1.metrics.stats import RequestStateStats
 
+from testkit import load
+
 TOKENS = 256
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("llamacpp_timings", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def outputs(stats_on):
@@ -43,7 +37,7 @@ def best(f, number):
 
 
 def main():
-    lt = load(sys.argv[1])
+    lt = load("llamacpp_timings", sys.argv[1])
     for stats_on in (True, False):
         outs = outputs(stats_on)
 

@@ -27,19 +27,12 @@ is: how far from 1 the ratio strays by noise alone.
 import argparse
 import asyncio
 import gc
-import importlib.util
 import os
 import statistics
 import sys
 import time
 
-
-def load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+from testkit import load
 
 
 def main():

@@ -64,6 +64,8 @@ import os
 import sys
 from types import SimpleNamespace
 
+from testkit import FakeMonotonic
+
 # Engine clock (monotonic seconds). Multiples of 1/16 s, so every duration
 # below is exact in binary floating point and the expected dicts are exact.
 STEP = 0.0625
@@ -258,13 +260,6 @@ def timings_module():
     except ImportError:
         return None
     return _llamacpp_timings if hasattr(_llamacpp_timings, "start_clock") else None
-
-
-class FakeMonotonic:
-    now = 0.0
-
-    def monotonic(self):
-        return self.now
 
 
 def engine_clocks(p, n):

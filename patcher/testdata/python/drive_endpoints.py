@@ -25,10 +25,14 @@ The "_driver" entry says what the fixture serves.
 import asyncio
 import importlib
 import json
+import os
 import sys
 from types import SimpleNamespace
 
 sys.path.insert(0, sys.argv[1])
+# FakeMonotonic: scripts/real-vllm.d/testkit.py, shared with level 2 of scripts/real-vllm.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "real-vllm.d"))
+from testkit import FakeMonotonic  # noqa: E402
 
 
 def first_module(*names):
@@ -58,17 +62,9 @@ except ImportError:
 STEP = 0.05
 
 
-class FakeMonotonic:
-    """The patched module's time.monotonic, set by turn() to the engine's
-    times: a request without stats gets a RequestClock from the patched
-    output processor, and it reads exactly what the stats would have."""
-
-    now = 0.0
-
-    def monotonic(self):
-        return self.now
-
-
+# The patched module's time.monotonic, set by turn() to the engine's times:
+# a request without stats gets a RequestClock from the patched output
+# processor, and it reads exactly what the stats would have.
 CLOCK = FakeMonotonic()
 try:
     from vllm import _llamacpp_timings

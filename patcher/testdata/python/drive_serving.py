@@ -50,6 +50,10 @@ import sys
 import traceback
 from types import SimpleNamespace
 
+# FakeMonotonic: scripts/real-vllm.d/testkit.py, shared with level 2 of scripts/real-vllm.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "real-vllm.d"))
+from testkit import FakeMonotonic  # noqa: E402
+
 # Set by load() for the tree being driven.
 OpenAIServingChat = OpenAIServingCompletion = None
 EngineCoreOutput = OutputProcessor = None
@@ -155,18 +159,8 @@ def fake_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only, 
     return outs
 
 
-class FakeMonotonic:
-    """The clock the patched module reads (its time.monotonic) where vLLM
-    keeps no stats: processor_engine sets it to the engine's own times, so
-    the RequestClocks of a --disable-log-stats run read exactly what the
-    stats would have."""
-
-    now = 0.0
-
-    def monotonic(self):
-        return self.now
-
-
+# The clock the patched module reads where vLLM keeps no stats:
+# processor_engine sets it to the engine's own times.
 CLOCK = FakeMonotonic()
 
 
