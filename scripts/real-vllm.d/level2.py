@@ -196,8 +196,6 @@ SCENARIOS = {
         expect=expected(16, 0, 8, 312.5, 500.0 - 312.5)),
 }
 
-# ---------------------------------------------------------------- run
-
 # /v1/responses and /v1/messages (vLLM's OpenAIServingResponses and
 # AnthropicServingMessages). "finish" is the engine's finish reason: "stop"
 # unless said otherwise; with "length" a Responses stream ends with
@@ -253,6 +251,17 @@ ENDPOINT_SCENARIOS = {
 }
 
 
+# ---------------------------------------------------------------- the fake engine
+
+def _engine_types():
+    """vLLM's CompletionOutput, RequestOutput and RequestStateStats (imported
+    when first asked for: "check" runs without vLLM)."""
+    from vllm.outputs import CompletionOutput, RequestOutput
+    from vllm.v1.metrics.stats import RequestStateStats
+
+    return CompletionOutput, RequestOutput, RequestStateStats
+
+
 def timings_module():
     """The patched vLLM's vllm._llamacpp_timings, or None (unpatched)."""
     try:
@@ -282,266 +291,240 @@ def engine_clocks(p, n):
     return clocks
 
 
-def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
-    """vLLM's own OpenAIServingChat and OpenAIServingCompletion (of the
-    given serving modules, by default the imported vLLM's) with the fake
-    engine. Returns its parts: engine, chat, cmpl, outputs_for and one, the
-    coroutine that runs one scenario and returns its response."""
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    from vllm.outputs import CompletionOutput, RequestOutput
-    from vllm.v1.metrics.stats import RequestStateStats
+class EngineRequest:
+    """One engine request of a scenario (prompt p, its first n choices):
+    the prompt's token ids, a RequestStateStats per choice with p's
+    (scheduled_ts, first_token_ts), and, when the server keeps no stats,
+    the RequestClock the patched output processor gives each choice."""
 
-    chat_mod = chat_mod or _import("vllm.entrypoints.openai.chat_completion.serving")
-    cmpl_mod = cmpl_mod or _import("vllm.entrypoints.openai.completion.serving")
-    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-    from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+    def __init__(self, rid, p, with_stats, n):
+        _, _, RequestStateStats = _engine_types()
+        self.rid, self.p, self.with_stats = rid, p, with_stats
+        self.ids = list(range(1, p["len"] + 1))
+        self.stats = []
+        for sched, first in p["sched"][:n]:
+            s = RequestStateStats(scheduled_ts=sched, queued_ts=sched, arrival_time=1.8e9)
+            s.first_token_ts = first
+            self.stats.append(s)
+        self.clocks = [] if with_stats else engine_clocks(p, n)
 
+    def output(self, outs, finished, metrics):
+        """A RequestOutput of these completion outputs; metrics is the
+        choice's stats (None on the wire without stats, where the patched
+        output processor links the choice's clock instead)."""
+        _, RequestOutput, _ = _engine_types()
+        r = RequestOutput(
+            request_id=self.rid, prompt=None, prompt_token_ids=self.ids, prompt_logprobs=None,
+            outputs=outs, finished=finished, metrics=metrics if self.with_stats else None,
+            num_cached_tokens=self.p["cached"],
+        )
+        if self.clocks:  # the patched output processor links the child's clock
+            timings_module().link_clock(r, self.clocks[next(i for i, s in enumerate(self.stats) if s is metrics)])
+        return r
+
+
+def completion_output(idx, toks, finish):
+    """Choice idx's CompletionOutput of tokens toks (text "t0t1...")."""
+    CompletionOutput, _, _ = _engine_types()
+    return CompletionOutput(
+        index=idx, text="".join(f"t{t}" for t in toks), token_ids=list(toks),
+        cumulative_logprob=None, logprobs=None, finish_reason=finish,
+    )
+
+
+def outputs_for(rid, p, stream, with_stats, n, merge_final, finish="length"):
+    """The RequestOutputs one engine request yields."""
+    req = EngineRequest(rid, p, with_stats, n)
+    if not stream:
+        return final_only_outputs(req, n, finish)
+    return delta_outputs(req, n, merge_final, finish)
+
+
+def final_only_outputs(req, n, finish):
+    """FINAL_ONLY: one output with everything; the engine has set the last
+    token time by then."""
+    p = req.p
+    for s, (_, first) in zip(req.stats, p["sched"][:n]):
+        s.last_token_ts = first + (p["tokens"] - 1) * STEP
+    outs = [completion_output(i, range(p["tokens"]), finish) for i in range(n)]
+    return [req.output(outs, True, req.stats[0])]
+
+
+def delta_outputs(req, n, merge_final, finish):
+    """DELTA: token by token; choice i's token t at first_i + t*STEP, in
+    time order. Stats change in place, as the engine updates them."""
+    p = req.p
+    events = sorted(
+        (first + t * STEP, i, t) for i, (_, first) in enumerate(p["sched"][:n]) for t in range(p["tokens"])
+    )
+    res = []
+    for ts, i, t in events:
+        last = t == p["tokens"] - 1
+        req.stats[i].last_token_ts = ts
+        res.append((i, last, req.output([completion_output(i, [t], finish if last else None)], False, req.stats[i])))
+    if merge_final and n > 1:
+        # The final outputs of all choices, merged into the first of them.
+        finals = [r for _, last, r in res if last]
+        for r in finals[1:]:
+            finals[0].add(r, aggregate=False)
+        res = [x for x in res if not x[1]] + [(0, True, finals[0])]
+    out = [r for _, _, r in res]
+    out[-1].finished = True
+    return out
+
+
+class FakeEngine:
+    """Just enough of vLLM's EngineClient for the serving classes. script
+    (set before each request) says what its next generate() yields: the
+    scenario's prompts (one engine request each, taken in turn), whether
+    the output streams, stats on or off, the choices n, merge_final and
+    the finish reason."""
+
+    errored = False
+    dead_error = RuntimeError("dead")
+    is_running = True
+    vllm_config = None
+    input_processor = None
+
+    def __init__(self):
+        self.model_config = SimpleNamespace(
+            model="tiny", served_model_name="tiny", max_model_len=4096, hf_config=SimpleNamespace(model_type="llama"),
+            hf_text_config=SimpleNamespace(model_type="llama"), generation_config="auto",
+            override_generation_config={}, get_diff_sampling_param=lambda: {}, is_encoder_decoder=False,
+            is_multimodal_model=False, skip_tokenizer_init=False, logits_processors=None,
+            runner_type="generate", trust_remote_code=False, tokenizer="tiny", tokenizer_mode="auto",
+            multimodal_config=None, allowed_local_media_path="", allowed_media_domains=None,
+        )
+        tokenizer = SimpleNamespace(decode=lambda ids, **k: "", eos_token_id=None)
+        self.renderer = SimpleNamespace(tokenizer=tokenizer, model_config=self.model_config,
+                                        get_tokenizer=lambda: tokenizer)
+        self.script = None
+
+    def check_admission(self, n=1):
+        return None
+
+    async def is_tracing_enabled(self):
+        return False
+
+    def generate(self, engine_input, sampling_params, request_id, **kwargs):
+        stream_out = self.script["stream"]
+        idx = self.script["next"]
+        self.script["next"] += 1
+        p = self.script["prompts"][idx]
+        outs = outputs_for(request_id, p, stream_out, self.script["stats"], self.script["n"],
+                           self.script["merge_final"], self.script.get("finish", "length"))
+        return _yield_each(outs)
+
+
+async def _yield_each(outs):
+    """The engine's output stream: each output in turn, letting the serving
+    code run between them."""
+    for o in outs:
+        yield o
+        await asyncio.sleep(0)
+
+
+def script_for(sc):
+    """The FakeEngine's script for scenario sc."""
+    return dict(prompts=sc["prompts"], stream=sc["req"].get("stream", False), next=0,
+                stats=sc.get("stats", True), n=sc["req"].get("n", 1), merge_final=sc.get("merge_final", False),
+                finish=sc.get("finish", "stop" if "api" in sc else "length"))
+
+
+# ---------------------------------------------------------------- vLLM's serving classes on the fake engine
+
+class FakeModels:
+    """Stands for OpenAIServingModels where it cannot be built."""
+
+    lora_requests = {}
+
+    def model_name(self, lora_request=None):
+        return "tiny"
+
+    def is_base_model(self, name):
+        return name == "tiny"
+
+
+def build(cls, **want):
+    """cls(...) through its own __init__, with the arguments it takes."""
+    sig = inspect.signature(cls.__init__)
+    args = {}
+    for name, par in list(sig.parameters.items())[1:]:
+        if name in want:
+            args[name] = want[name]
+        elif par.default is inspect.Parameter.empty and par.kind not in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
+            args[name] = None
+    return cls(**args)
+
+
+def serving_models(engine):
+    """vLLM's OpenAIServingModels serving "tiny", or FakeModels."""
+    try:
+        from vllm.entrypoints.openai.models.serving import BaseModelPath, OpenAIServingModels
+
+        return build(OpenAIServingModels, engine_client=engine,
+                     base_model_paths=[BaseModelPath(name="tiny", model_path="tiny")])
+    except Exception as e:  # noqa: BLE001
+        print(f"level 2: using a stand-in for OpenAIServingModels ({type(e).__name__}: {e})")
+        return FakeModels()
+
+
+def _tokens_input():
+    """This vLLM's tokens_input (older layouts: the dict it makes)."""
     try:
         from vllm.inputs.engine import tokens_input
     except ImportError:  # older layouts
         def tokens_input(ids):
             return {"type": "token", "prompt_token_ids": ids}
-
-    def outputs_for(rid, p, stream, with_stats, n, merge_final, finish="length"):
-        """The RequestOutputs one engine request yields."""
-        ids = list(range(1, p["len"] + 1))
-        stats = []
-        for sched, first in p["sched"][:n]:
-            s = RequestStateStats(scheduled_ts=sched, queued_ts=sched, arrival_time=1.8e9)
-            s.first_token_ts = first
-            stats.append(s)
-        ends = [first + (p["tokens"] - 1) * STEP for _, first in p["sched"][:n]]
-        clocks = [] if with_stats else engine_clocks(p, n)
-
-        def ro(outs, finished, metrics):
-            r = RequestOutput(
-                request_id=rid, prompt=None, prompt_token_ids=ids, prompt_logprobs=None,
-                outputs=outs, finished=finished, metrics=metrics if with_stats else None,
-                num_cached_tokens=p["cached"],
-            )
-            if clocks:  # the patched output processor links the child's clock
-                timings_module().link_clock(r, clocks[next(i for i, s in enumerate(stats) if s is metrics)])
-            return r
-
-        def co(idx, toks, finish):
-            return CompletionOutput(
-                index=idx, text="".join(f"t{t}" for t in toks), token_ids=list(toks),
-                cumulative_logprob=None, logprobs=None, finish_reason=finish,
-            )
-
-        if not stream:
-            # FINAL_ONLY: one output with everything; the engine has set the
-            # last token time by then.
-            for s, end in zip(stats, ends):
-                s.last_token_ts = end
-            outs = [co(i, range(p["tokens"]), finish) for i in range(n)]
-            return [ro(outs, True, stats[0])]
-
-        # DELTA: token by token; choice i's token t at first_i + t*STEP, in
-        # time order. Stats change in place, as the engine updates them.
-        events = sorted(
-            (first + t * STEP, i, t) for i, (_, first) in enumerate(p["sched"][:n]) for t in range(p["tokens"])
-        )
-        res = []
-        for ts, i, t in events:
-            last = t == p["tokens"] - 1
-            stats[i].last_token_ts = ts
-            res.append((i, last, ro([co(i, [t], finish if last else None)], False, stats[i])))
-        if merge_final and n > 1:
-            # The final outputs of all choices, merged into the first of them.
-            finals = [r for _, last, r in res if last]
-            for r in finals[1:]:
-                finals[0].add(r, aggregate=False)
-            res = [x for x in res if not x[1]] + [(0, True, finals[0])]
-        out = [r for _, _, r in res]
-        out[-1].finished = True
-        return out
-
-    class FakeEngine:
-        """Just enough of vLLM's EngineClient for the serving classes."""
-
-        errored = False
-        dead_error = RuntimeError("dead")
-        is_running = True
-        vllm_config = None
-        input_processor = None
-
-        def __init__(self):
-            self.model_config = SimpleNamespace(
-                model="tiny", served_model_name="tiny", max_model_len=4096, hf_config=SimpleNamespace(model_type="llama"),
-                hf_text_config=SimpleNamespace(model_type="llama"), generation_config="auto",
-                override_generation_config={}, get_diff_sampling_param=lambda: {}, is_encoder_decoder=False,
-                is_multimodal_model=False, skip_tokenizer_init=False, logits_processors=None,
-                runner_type="generate", trust_remote_code=False, tokenizer="tiny", tokenizer_mode="auto",
-                multimodal_config=None, allowed_local_media_path="", allowed_media_domains=None,
-            )
-            tokenizer = SimpleNamespace(decode=lambda ids, **k: "", eos_token_id=None)
-            self.renderer = SimpleNamespace(tokenizer=tokenizer, model_config=self.model_config,
-                                            get_tokenizer=lambda: tokenizer)
-            self.script = None
-
-        def check_admission(self, n=1):
-            return None
-
-        async def is_tracing_enabled(self):
-            return False
-
-        def generate(self, engine_input, sampling_params, request_id, **kwargs):
-            stream_out = self.script["stream"]
-            idx = self.script["next"]
-            self.script["next"] += 1
-            p = self.script["prompts"][idx]
-            outs = outputs_for(request_id, p, stream_out, self.script["stats"], self.script["n"],
-                               self.script["merge_final"], self.script.get("finish", "length"))
-
-            async def gen():
-                for o in outs:
-                    yield o
-                    await asyncio.sleep(0)
-
-            return gen()
-
-    class FakeModels:
-        """Stands for OpenAIServingModels where it cannot be built."""
-
-        lora_requests = {}
-
-        def model_name(self, lora_request=None):
-            return "tiny"
-
-        def is_base_model(self, name):
-            return name == "tiny"
-
-    def serving_models():
-        try:
-            from vllm.entrypoints.openai.models.serving import BaseModelPath, OpenAIServingModels
-
-            return build(OpenAIServingModels, engine_client=engine,
-                         base_model_paths=[BaseModelPath(name="tiny", model_path="tiny")])
-        except Exception as e:  # noqa: BLE001
-            print(f"level 2: using a stand-in for OpenAIServingModels ({type(e).__name__}: {e})")
-            return FakeModels()
-
-    def build(cls, **want):
-        """cls(...) through its own __init__, with the arguments it takes."""
-        sig = inspect.signature(cls.__init__)
-        args = {}
-        for name, par in list(sig.parameters.items())[1:]:
-            if name in want:
-                args[name] = want[name]
-            elif par.default is inspect.Parameter.empty and par.kind not in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
-                args[name] = None
-        return cls(**args)
-
-    class FakeOnlineRenderer:
-        """Stands for the renderer (tokenizer + chat template): token-id prompts."""
-
-        reasoning_effort_map = {}
-
-        async def render_chat(self, request):
-            prompts = engine.script["prompts"]
-            return [{"role": "user", "content": "hi"}], [tokens_input(list(range(1, prompts[0]["len"] + 1)))]
-
-        async def render_completion(self, request):
-            return [tokens_input(list(range(1, p["len"] + 1))) for p in engine.script["prompts"]]
-
-        # The Responses API (0.26 on) and the Messages API ask these too.
-        chat_template = None
-        trust_request_chat_template = False
-        exclude_tools_when_tool_choice_none = False
-        chat_template_content_format = "auto"
-        default_chat_template_kwargs = None
-
-        def validate_chat_template(self, **kwargs):
-            return None
-
-        async def render_responses(self, request, **kwargs):
-            ids = list(range(1, engine.script["prompts"][0]["len"] + 1))
-            return SimpleNamespace(messages=[], engine_input=tokens_input(ids))
-
-        async def preprocess_chat(self, request, messages, **kwargs):
-            # The Responses API before 0.33 renders through this.
-            ids = list(range(1, engine.script["prompts"][0]["len"] + 1))
-            return messages, [tokens_input(ids)]
-
-        @property
-        def renderer(self):
-            return engine.renderer
-
-        @property
-        def model_config(self):
-            return engine.model_config
-
-    engine = FakeEngine()
-    models = serving_models()
-    common = dict(engine_client=engine, models=models, request_logger=None, online_renderer=FakeOnlineRenderer(),
-                  enable_prompt_tokens_details=True, enable_per_request_metrics=per_request_metrics)
-    chat = build(chat_mod.OpenAIServingChat, response_role="assistant", chat_template=None,
-                 chat_template_content_format="auto", **common)
-    cmpl = build(cmpl_mod.OpenAIServingCompletion, **common)
-    endpoints = endpoint_servings(build, common)
-
-    async def one(name, sc):
-        n = sc["req"].get("n", 1)
-        engine.script = dict(prompts=sc["prompts"], stream=sc["req"].get("stream", False), next=0,
-                             stats=sc.get("stats", True), n=n, merge_final=sc.get("merge_final", False),
-                             finish=sc.get("finish", "stop" if "api" in sc else "length"))
-        if "api" in sc:
-            return await endpoint_request(endpoints, sc)
-        fields = dict(model="tiny", max_tokens=64, temperature=0.0 if n == 1 else 1.0, **sc["req"])
-        if sc["chat"]:
-            req = ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields)
-            res = await chat.create_chat_completion(req, None)
-        else:
-            req = CompletionRequest(prompt="p" if len(sc["prompts"]) == 1 else ["p", "q"], **fields)
-            res = await cmpl.create_completion(req, None)
-        if hasattr(res, "model_dump") and not hasattr(res, "__aiter__"):
-            kind = type(res).__name__
-            return {"kind": kind, "body": json.loads(json.dumps(res.model_dump())),
-                    "body_json": json.loads(res.model_dump_json())}
-        events = []
-        async for line in res:
-            for part in line.split("\n"):
-                part = part.strip()
-                if part.startswith("data: ") and part != "data: [DONE]":
-                    events.append(json.loads(part[6:]))
-        return {"kind": "stream", "events": events}
-
-    return SimpleNamespace(engine=engine, chat=chat, cmpl=cmpl, outputs_for=outputs_for, one=one,
-                           ChatCompletionRequest=ChatCompletionRequest)
+    return tokens_input
 
 
-def run(out_path, per_request_metrics=False):
-    h = harness(per_request_metrics=per_request_metrics)
-    patched = hasattr(_import("vllm.entrypoints.openai.chat_completion.serving"), "_llamacpp_timings")
+class FakeOnlineRenderer:
+    """Stands for the renderer (tokenizer + chat template): token-id prompts,
+    as long as the engine's script says."""
 
-    async def main():
-        # chat_module: where the serving code came from, the tree or an overlay's copy.
-        out = {"patched": patched, "per_request_metrics": per_request_metrics,
-               "chat_module": _import("vllm.entrypoints.openai.chat_completion.serving").__file__,
-               "scenarios": {}, "truth": {}}
-        for name, sc in SCENARIOS.items():
-            out["scenarios"][name] = await h.one(name, sc)
-            out["truth"][name] = {"chat": sc["chat"], "stream": sc["req"].get("stream", False), "timings": sc["expect"]}
-        out["endpoints"], out["endpoint_truth"] = {}, {}
-        for name, sc in ENDPOINT_SCENARIOS.items():
-            out["endpoints"][name] = await h.one(name, sc)
-            out["endpoint_truth"][name] = {"api": sc["api"], "path": "/v1/" + sc["api"],
-                                           "stream": sc["req"].get("stream", False), "timings": sc["expect"]}
-        return out
+    reasoning_effort_map = {}
 
-    result = asyncio.run(main())
-    import vllm
+    # The Responses API (0.26 on) and the Messages API ask these too.
+    chat_template = None
+    trust_request_chat_template = False
+    exclude_tools_when_tool_choice_none = False
+    chat_template_content_format = "auto"
+    default_chat_template_kwargs = None
 
-    result["vllm"] = vllm.__version__
-    with open(out_path, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"level 2: drove {len(SCENARIOS) + len(ENDPOINT_SCENARIOS)} scenarios through vLLM {vllm.__version__} "
-          f"({'patched' if patched else 'unpatched'}"
-          f"{', per-request metrics on' if per_request_metrics else ''}) -> {out_path}")
+    def __init__(self, engine):
+        self._engine = engine
+        self._tokens_input = _tokens_input()
+
+    def _first_prompt(self):
+        return self._tokens_input(list(range(1, self._engine.script["prompts"][0]["len"] + 1)))
+
+    async def render_chat(self, request):
+        return [{"role": "user", "content": "hi"}], [self._first_prompt()]
+
+    async def render_completion(self, request):
+        return [self._tokens_input(list(range(1, p["len"] + 1))) for p in self._engine.script["prompts"]]
+
+    def validate_chat_template(self, **kwargs):
+        return None
+
+    async def render_responses(self, request, **kwargs):
+        return SimpleNamespace(messages=[], engine_input=self._first_prompt())
+
+    async def preprocess_chat(self, request, messages, **kwargs):
+        # The Responses API before 0.33 renders through this.
+        return messages, [self._first_prompt()]
+
+    @property
+    def renderer(self):
+        return self._engine.renderer
+
+    @property
+    def model_config(self):
+        return self._engine.model_config
 
 
-def endpoint_servings(build, common):
+def endpoint_servings(common):
     """vLLM's OpenAIServingResponses and AnthropicServingMessages, built like
     the chat class; a name maps to None where this vLLM lacks the module."""
     out = {}
@@ -567,6 +550,77 @@ def endpoint_servings(build, common):
             kw["response_role"] = "assistant"
         out[api] = (mod, build(getattr(mod, cls_name), **kw))
     return out
+
+
+class Harness:
+    """vLLM's own OpenAIServingChat and OpenAIServingCompletion (of the
+    given serving modules, by default the imported vLLM's), and its
+    Responses and Messages classes where it has them, each built through
+    its own __init__ on one FakeEngine. The benches set engine.script (or
+    replace engine.generate) and call chat and cmpl themselves; one runs
+    a scenario."""
+
+    outputs_for = staticmethod(outputs_for)
+
+    def __init__(self, chat_mod=None, cmpl_mod=None, per_request_metrics=False):
+        os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+        _engine_types()
+        chat_mod = chat_mod or _import("vllm.entrypoints.openai.chat_completion.serving")
+        cmpl_mod = cmpl_mod or _import("vllm.entrypoints.openai.completion.serving")
+        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+        from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+
+        self.ChatCompletionRequest, self.CompletionRequest = ChatCompletionRequest, CompletionRequest
+        self.engine = FakeEngine()
+        common = dict(engine_client=self.engine, models=serving_models(self.engine), request_logger=None,
+                      online_renderer=FakeOnlineRenderer(self.engine), enable_prompt_tokens_details=True,
+                      enable_per_request_metrics=per_request_metrics)
+        self.chat = build(chat_mod.OpenAIServingChat, response_role="assistant", chat_template=None,
+                          chat_template_content_format="auto", **common)
+        self.cmpl = build(cmpl_mod.OpenAIServingCompletion, **common)
+        self.endpoints = endpoint_servings(common)
+
+    async def one(self, name, sc):
+        """Scenario sc's response, as OUT.json records it."""
+        self.engine.script = script_for(sc)
+        if "api" in sc:
+            return await endpoint_request(self.endpoints, sc)
+        return await self.chat_or_completion(sc)
+
+    async def chat_or_completion(self, sc):
+        """A chat or completion scenario's request, and its response: a
+        full one as model_dump() and model_dump_json(), a stream as its
+        data: events."""
+        n = sc["req"].get("n", 1)
+        fields = dict(model="tiny", max_tokens=64, temperature=0.0 if n == 1 else 1.0, **sc["req"])
+        if sc["chat"]:
+            req = self.ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields)
+            res = await self.chat.create_chat_completion(req, None)
+        else:
+            req = self.CompletionRequest(prompt="p" if len(sc["prompts"]) == 1 else ["p", "q"], **fields)
+            res = await self.cmpl.create_completion(req, None)
+        if hasattr(res, "model_dump") and not hasattr(res, "__aiter__"):
+            kind = type(res).__name__
+            return {"kind": kind, "body": json.loads(json.dumps(res.model_dump())),
+                    "body_json": json.loads(res.model_dump_json())}
+        events = []
+        async for line in res:
+            _data_events(line, events)
+        return {"kind": "stream", "events": events}
+
+
+def harness(chat_mod=None, cmpl_mod=None, per_request_metrics=False):
+    """A Harness (the benches' entry point)."""
+    return Harness(chat_mod, cmpl_mod, per_request_metrics)
+
+
+def _data_events(text, events):
+    """Append to events the JSON of each data: line of an SSE chunk, but
+    data: [DONE]."""
+    for part in text.split("\n"):
+        part = part.strip()
+        if part.startswith("data: ") and part != "data: [DONE]":
+            events.append(json.loads(part[6:]))
 
 
 async def endpoint_request(endpoints, sc):
@@ -600,11 +654,43 @@ async def endpoint_request(endpoints, sc):
     async for item in res:
         if not isinstance(item, str):  # Responses events: the router's SSE conversion
             item = f"data: {item.model_dump_json(indent=None, by_alias=True)}\n\n"
-        for part in item.split("\n"):
-            part = part.strip()
-            if part.startswith("data: ") and part != "data: [DONE]":
-                events.append(json.loads(part[6:]))
+        _data_events(item, events)
     return {"kind": "stream", "events": events}
+
+
+# ---------------------------------------------------------------- run
+
+def run(out_path, per_request_metrics=False):
+    """Drive every scenario through the imported vLLM; write OUT.json."""
+    h = harness(per_request_metrics=per_request_metrics)
+    patched = hasattr(_import("vllm.entrypoints.openai.chat_completion.serving"), "_llamacpp_timings")
+    result = asyncio.run(drive(h, patched, per_request_metrics))
+    import vllm
+
+    result["vllm"] = vllm.__version__
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"level 2: drove {len(SCENARIOS) + len(ENDPOINT_SCENARIOS)} scenarios through vLLM {vllm.__version__} "
+          f"({'patched' if patched else 'unpatched'}"
+          f"{', per-request metrics on' if per_request_metrics else ''}) -> {out_path}")
+
+
+async def drive(h, patched, per_request_metrics):
+    """OUT.json's content but the vLLM version: every scenario's response
+    and its truth."""
+    # chat_module: where the serving code came from, the tree or an overlay's copy.
+    out = {"patched": patched, "per_request_metrics": per_request_metrics,
+           "chat_module": _import("vllm.entrypoints.openai.chat_completion.serving").__file__,
+           "scenarios": {}, "truth": {}}
+    for name, sc in SCENARIOS.items():
+        out["scenarios"][name] = await h.one(name, sc)
+        out["truth"][name] = {"chat": sc["chat"], "stream": sc["req"].get("stream", False), "timings": sc["expect"]}
+    out["endpoints"], out["endpoint_truth"] = {}, {}
+    for name, sc in ENDPOINT_SCENARIOS.items():
+        out["endpoints"][name] = await h.one(name, sc)
+        out["endpoint_truth"][name] = {"api": sc["api"], "path": "/v1/" + sc["api"],
+                                       "stream": sc["req"].get("stream", False), "timings": sc["expect"]}
+    return out
 
 
 def _import(name):
