@@ -69,6 +69,20 @@ python_trees() {
 	"$bin" apply --vllm-dir "$dir/patched/vllm" >/dev/null 2>"$dir/apply.err" || { cat "$dir/apply.err" >&2; return 1; }
 }
 
+# bench_trees PROG: what the serving benches start from. Sets venv, the
+# virtualenv scripts/real-vllm --level 2 installs (else exits 2, saying
+# so), and work, a temporary directory (removed on exit) with this
+# checkout's binary (work/vllm-timings) and python_trees of the
+# virtualenv's vllm (work/orig, work/patched); exits 1 if those fail.
+bench_trees() {
+	# shellcheck disable=SC2034 # the caller's
+	venv=$(installed_vllm_venv "$1") || exit 2
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	build_vllm_timings "$work/vllm-timings" || exit 1
+	python_trees "$(site_of "$venv")" "$work" "$work/vllm-timings" || exit 1
+}
+
 # ---------------------------------------------------------------- llama-swap
 # spawn_llama_swap CONFIG PORT LOG COMMAND...: COMMAND (llama-swap, or a
 # command that runs it: timeout, env) serving CONFIG on 127.0.0.1:PORT in
