@@ -19,6 +19,9 @@
       packages = forAllSystems (pkgs: {
         default = packageFor pkgs;
         vllm-timings = pkgs.callPackage ./modules/package.nix { };
+        # The binary alone, as /vllm-timings (as the Containerfile builds it):
+        # nix build .#image && docker load < result
+        image = pkgs.callPackage ./modules/image.nix { vllm-timings = packageFor pkgs; };
       });
 
       # nix run . -- apply --vllm-dir DIR
@@ -68,6 +71,7 @@
         import ./modules/checks.nix {
           inherit pkgs nixpkgs;
           package = packageFor pkgs;
+          image = self.packages.${pkgs.stdenv.hostPlatform.system}.image;
           module = self.nixosModules.default;
         }
       );

@@ -4,6 +4,7 @@
   pkgs,
   nixpkgs,
   package,
+  image,
   module,
 }:
 let
@@ -31,6 +32,17 @@ in
         grep -q 'There is no dynamic section' dynamic.txt
         "$bin" --version | tee version.txt
         grep -qF 'version ${package.version}' version.txt
+        touch $out
+      '';
+
+  # packages.image, built by dockerTools, holds what the Containerfile's
+  # image holds (image-contents.json: one file, /vllm-timings, mode 0755,
+  # root's; the entrypoint and labels). scripts/real-vllm --level kube
+  # compares the Containerfile's image, built by podman, with the same file.
+  image-contents =
+    pkgs.runCommand "vllm-timings-image-contents" { nativeBuildInputs = [ pkgs.python3 ]; }
+      ''
+        python3 ${./tests/image-contents.py} ${image} ${./image-contents.json}
         touch $out
       '';
 

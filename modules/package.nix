@@ -24,6 +24,7 @@ buildGoModule {
       lib.fileset.unions [
         ./package.nix
         ./checks.nix
+        ./image.nix
         ../flake.nix
         (lib.fileset.maybeMissing ../flake.lock)
       ]
