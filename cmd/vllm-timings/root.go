@@ -8,9 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at link time: -ldflags "-X main.version=1.2.3".
-var version = "dev"
-
 // newRootCmd builds the command tree: a newCmdX constructor for each
 // command, in the file of its group (patcher_cmds.go, doctor.go, nix.go,
 // verify.go).
