@@ -83,14 +83,14 @@ func TestReadmeInstall(t *testing.T) {
 	repo := strings.TrimPrefix(module, "github.com/") // owner/name
 
 	// Versions and addresses.
-	for _, v := range regexp.MustCompile(`(?:v=|vllm-timings:|@v)([0-9][^\s/]*)`).FindAllStringSubmatch(section, -1) {
+	for _, v := range regexp.MustCompile(`(?:/download/v|vllm-timings:|@v)([0-9][^\s/]*)`).FindAllStringSubmatch(section, -1) {
 		if v[1] != version {
 			t.Errorf("README.md's Install section names version %s (in %q); modules/package.nix builds %s", v[1], v[0], version)
 		}
 	}
 	for _, want := range []struct{ block, text string }{
 		{nixBlock, "github:" + repo + "\n"},
-		{download, "https://github.com/" + repo + "/releases/download/v$v/"},
+		{download, "base=https://github.com/" + repo + "/releases/download/v" + version + " "},
 		{copyFrom, "--from=ghcr.io/" + repo + ":" + version + " "},
 		{kube, "image: ghcr.io/" + repo + ":" + version + "\n"},
 		{goInstall, " " + module + "/cmd/vllm-timings@v" + version + "\n"},
@@ -115,7 +115,7 @@ func TestReadmeInstall(t *testing.T) {
 			t.Errorf("scripts/release no longer has %s: the README's download names its files", f)
 		}
 	}
-	for _, f := range []string{"/vllm-timings-linux-$arch\n", "/SHA256SUMS\n", "sha256sum -c --ignore-missing SHA256SUMS"} {
+	for _, f := range []string{"$base/vllm-timings-linux-$arch ", "$base/SHA256SUMS\n", "sha256sum -c --ignore-missing SHA256SUMS"} {
 		if !strings.Contains(download, f) {
 			t.Errorf("README.md's download block does not hold %q", f)
 		}
