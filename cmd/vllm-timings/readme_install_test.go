@@ -2,6 +2,8 @@ package main
 
 import (
 	"debug/elf"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +43,10 @@ func repoFacts(t *testing.T) (version, module string) {
 	t.Helper()
 	root := testtree.RepoRoot()
 	nix, err := os.ReadFile(filepath.Join(root, "modules", "package.nix"))
+	if errors.Is(err, fs.ErrNotExist) {
+		// nix build's source leaves out package.nix and the flake's files.
+		t.Skip("SKIPPED: no modules/package.nix (running inside nix build's checkPhase)")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
