@@ -101,8 +101,9 @@ happened: ``patch`` (timings were there), ``metrics``, ``engine``,
 ``stream``. With ``VLLM_TIMINGS_FALLBACK_LOG=FILE`` in the server's
 environment, every source is computed for each final event or body, also
 where the patch's timings are present, and one JSON line per response is
-appended to FILE: {"id", "kind", "stream", "patch", "sources": {name:
-timings}} (scripts/real-vllm's accuracy table).
+appended to FILE: {"id", "kind", "stream", "choices" (engine requests
+expected), "patch", "sources": {name: timings}} (scripts/real-vllm's
+accuracy table).
 """
 
 import asyncio
@@ -661,7 +662,8 @@ async def _log_sources(final, expected, clock, stream):
     if t is not None:
         sources["clock"] = t
     line = json.dumps(
-        {"id": final.rid, "kind": final.kind, "stream": stream, "patch": final.patch_timings(), "sources": sources},
+        {"id": final.rid, "kind": final.kind, "stream": stream, "choices": expected, "patch": final.patch_timings(),
+         "sources": sources},
         allow_nan=False,
     )
     with open(_LOG_FILE, "a") as f:
