@@ -896,6 +896,8 @@ class _Exchange:
 
     async def stream_body(self, message, body):
         """The per-event path: note the clock, and find the final event."""
+        if body[:1] == b":":
+            return message  # an SSE comment (vLLM's keep-alive): no output
         now = _monotonic()
         try:
             kind = self.kind

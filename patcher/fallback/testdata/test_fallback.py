@@ -501,6 +501,19 @@ class Streams(unittest.TestCase):
         t = json.loads(delta.split("data: ", 1)[1])["timings"]
         self.assertAlmostEqual(t["prompt_ms"], 30.0)
 
+    def test_keep_alive_comments_are_no_output(self):
+        # vLLM's --sse-keep-alive-interval sends ": keep-alive" comments
+        # while the engine works: they neither start the clock's first
+        # output nor end it.
+        events = shapes.responses_stream(rid="resp_k", deltas=2)
+        events = events[:2] + [": keep-alive\n\n"] + events[2:-1] + [": keep-alive\n\n"] + events[-1:]
+        steps = [0.001, 0.001, 0.02, 0.02] + [0.01] * (len(events) - 6) + [0.5, 0.01]
+        client, _ = self.drive_stream(events, steps, path="/v1/responses")
+        done = [m["body"].decode() for m in client.messages[1:-1] if m["body"].startswith(b"event: response.completed")][0]
+        t = json.loads(done.split("data: ", 1)[1])["timings"]
+        self.assertAlmostEqual(t["prompt_ms"], 42.0)
+        self.assertAlmostEqual(t["predicted_ms"], 10.0 * (len(events) - 6))
+
     def test_invocations_stream(self):
         events = shapes.responses_stream(rid="resp_i", deltas=2)
         client, _ = self.drive_stream(events, [0.01] * len(events), path="/invocations")
