@@ -122,6 +122,9 @@ def check(path):
 
 
 def main():
+    if set(sys.argv[1:]) & {"-h", "--help"} or not sys.argv[1:]:
+        print(__doc__.strip())
+        sys.exit(0 if sys.argv[1:] else 2)
     problems = []
     for path in sys.argv[1:]:
         problems += check(path)

@@ -99,6 +99,9 @@ def check_drafts(site):
 
 
 def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     site = sys.argv[1]
     print("\t".join([check_extra(site), check_metrics(site), check_drafts(site)]))
 

@@ -3,6 +3,21 @@
 # real-vllm.d/docker-level (which runs as its own process), the benches
 # (bench-apply, bench-serving, bench-instructions) and compat.
 
+# usage_help ARGS...: with -h or --help among ARGS, prints the calling
+# script's leading comment (every line from the second up to the first
+# that is not a comment: its usage) and exits 0.
+usage_help() {
+	local a
+	for a in "$@"; do
+		case $a in
+		-h | --help)
+			awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"
+			exit 0
+			;;
+		esac
+	done
+}
+
 say() { printf '\n== %s\n' "$*"; }
 elapsed() { echo "$(($(date +%s) - $1))s"; }
 
