@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,5 +88,51 @@ func TestEveryScriptHasHelp(t *testing.T) {
 				t.Errorf("scripts/%s --help does not name the script (its usage line):\n%s", rel, out)
 			}
 		})
+	}
+}
+
+// TestScriptsReadmeMapsEveryFile keeps scripts/README.md the map of
+// scripts/: every file below scripts/ has a row (its path in the first
+// cell, or the top directory it is in, ending in /), every row names a
+// file or directory that exists, and a row says "yes" in its `.ci/run` column
+// exactly when .ci/run runs that script.
+func TestScriptsReadmeMapsEveryFile(t *testing.T) {
+	all, _ := scriptFiles(t)
+	readme, err := os.ReadFile(filepath.Join(scriptsDir(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile(filepath.Join(testtree.RepoRoot(), ".ci", "run"))
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(".ci/run is missing")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("^\\| `([^`]+)` \\|")
+	named := map[string]bool{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		name := m[1]
+		named[name] = true
+		if !slices.ContainsFunc(all, func(f string) bool { return f == name || strings.HasSuffix(name, "/") && strings.HasPrefix(f, name) }) {
+			t.Errorf("scripts/README.md has a row for %s, which is not a file (or a directory, ending in /) below scripts/", name)
+		}
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 4 || strings.HasPrefix(name, "real-vllm.d/") {
+			continue // the table of real-vllm.d's pieces has no .ci/run column
+		}
+		claims := strings.HasPrefix(cells[3], "yes")
+		runs := regexp.MustCompile(`(?m)^scripts/` + regexp.QuoteMeta(name) + `(\s|$)`).Match(ci)
+		if claims != runs {
+			t.Errorf("scripts/README.md says %s is run by .ci/run: %q; .ci/run runs it: %v", name, cells[3], runs)
+		}
+	}
+	for _, f := range all {
+		if !named[f] && !named[f[:strings.Index(f, "/")+1]] {
+			t.Errorf("scripts/%s has no row in scripts/README.md (the first cell: `%s`)", f, f)
+		}
 	}
 }
