@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """pod-edit.py: docs/kubernetes.md's blocks (on stdin), changed only where this
 machine differs from a cluster, for scripts/real-vllm.d/kube-level.
 
@@ -70,6 +71,9 @@ def volumes(text):
 
 
 def main(argv):
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        sys.exit(0)
     text = sys.stdin.read()
     if not text.endswith("\n"):
         text += "\n"
