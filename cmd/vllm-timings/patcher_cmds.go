@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vllm-timings/vllm-timings/patcher"
+	"github.com/vllm-timings/vllm-timings/patcher/find"
 	"github.com/vllm-timings/vllm-timings/patcher/spec"
 	"github.com/vllm-timings/vllm-timings/patcher/write"
 )
@@ -147,6 +148,12 @@ func applyDo(o *applyOptions) (overlay string, err error) {
 	opts.Lock, opts.TakeOver = !o.dryRun && o.overlay == "", o.takeOver
 	s, err := patcher.Open(opts)
 	if err != nil {
+		// vLLM may have been found before the tree was refused (a
+		// symlink out of the package, the lock held, an unreadable
+		// manifest): the fallback needs only where it is.
+		if inst, ferr := find.Locate(opts.Find); ferr == nil {
+			o.result.vllmDir = inst.Dir
+		}
 		return "", err
 	}
 	defer s.Close()
