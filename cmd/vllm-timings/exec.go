@@ -78,7 +78,10 @@ then starts vLLM with the fallback instead of stopping). Anything that
 stops the fallback (COMMAND is not vllm serve, a vLLM without
 --middleware, no writable directory, a Python that cannot import the
 module) is a warning, and COMMAND runs as given. --fallback always adds it
-for every part, --fallback off never.
+for every part, --fallback off never. Without the flag,
+$VLLM_TIMINGS_FALLBACK (auto, always or off) sets it: for the entries nix
+model, mkModel and the NixOS module write, --env VLLM_TIMINGS_FALLBACK=off
+switches the fallback off.
 
 apply's messages go to stderr. Once COMMAND runs, its exit status is
 vllm-timings'; before, the codes are apply's (127: COMMAND not found,
@@ -101,6 +104,7 @@ vllm-timings'; before, the codes are apply's (127: COMMAND not found,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.argv = args
+			o.fallback.fromEnv(cmd, o.environ(), o.err)
 			return execRun(o)
 		},
 	}

@@ -65,12 +65,30 @@ const fallbackUsage = `auto: for the endpoints no patch set fits (all of them wh
 	`flags it needs (--enable-force-include-usage, --enable-prompt-tokens-details, where this vLLM ` +
 	`has them and they are not given), which add timings from the engine's stats or the server's ` +
 	`clock without editing vLLM; always: for every endpoint (the patch's timings pass through); ` +
-	`off: never. Whatever stops the fallback only warns`
+	`off: never ($VLLM_TIMINGS_FALLBACK sets it when the flag is not given). Whatever stops the fallback only warns`
 
 func (fo *fallbackOptions) register(cmd *cobra.Command) {
 	fo.mode = fallbackMode(fallback.Auto)
 	cmd.Flags().Var(&fo.mode, "fallback", fallbackUsage)
 	cmd.Flags().StringVar(&fo.dir, "fallback-dir", "", "where to write the fallback's module (default: the --overlay directory, else a directory of this user's under $XDG_RUNTIME_DIR or the temporary directory)")
+}
+
+// fallbackEnv sets --fallback when the flag is not given. The generated
+// entries (nix model, mkModel, the NixOS module) run exec with flags of
+// their own; their users switch the fallback through the environment
+// (nix model --env VLLM_TIMINGS_FALLBACK=off).
+const fallbackEnv = "VLLM_TIMINGS_FALLBACK"
+
+// fromEnv takes the mode from $VLLM_TIMINGS_FALLBACK unless --fallback
+// was given. A value that is no mode only warns: the server must start.
+func (fo *fallbackOptions) fromEnv(cmd *cobra.Command, env []string, w io.Writer) {
+	v := getenvFrom(env, fallbackEnv)
+	if v == "" || cmd.Flags().Changed("fallback") {
+		return
+	}
+	if err := fo.mode.Set(v); err != nil {
+		logf(w, "warning: $%s=%q: %v; the fallback stays %s", fallbackEnv, v, err, fo.mode.String())
+	}
 }
 
 // partsOf are the parts a selection gives a patch set.
