@@ -14,15 +14,17 @@ checks, with vLLM's own code wherever vLLM has it:
   2. it takes the FinishedRequestStats that vLLM's own
      IterationStats.update_from_finished_request() builds from a
      RequestStateStats with chosen engine timestamps, in a record() call
-     shaped as StatLoggerManager's;
+     shaped as StatLoggerManager's (a chat request, and a completion's
+     engine request "cmpl-X-0");
   3. vLLM's own argument parser takes --middleware
      vllm_timings_fallback.TimingsMiddleware, --enable-force-include-usage
      and --enable-prompt-tokens-details, and vLLM's own build_app() adds
      the middleware to the FastAPI app;
   4. through that app (vLLM's routers, its other middleware, Starlette's
-     JSONResponse and StreamingResponse), a chat completion, full and
-     streamed, answered with vLLM's own response classes by a stand-in
-     serving object gets timings: the full response from the engine
+     JSONResponse and StreamingResponse), a chat completion and a
+     completion, full and streamed, answered with vLLM's own response
+     classes by stand-in serving objects get timings: a full response from
+     the engine
      stats of step 2 (prompt_ms = first_token_ts - scheduled_ts,
      predicted_ms = last_token_ts - first_token_ts, exactly), the stream's
      final usage chunk from the API server's clock, and every other byte
@@ -80,11 +82,19 @@ def main(dirs):
     it = IterationStats()
     call(it.update_from_finished_request, finish_reason=FinishReason.LENGTH, request_id="chatcmpl-vtmount",
          num_prompt_tokens=40, max_tokens_param=16, req_stats=rs, num_cached_tokens=16)
+    cs = RequestStateStats(arrival_time=time.time())
+    cs.queued_ts, cs.scheduled_ts, cs.first_token_ts, cs.last_token_ts = now - 0.25, now - 0.2, now - 0.1875, now - 0.0625
+    cs.num_generation_tokens = 8
+    call(it.update_from_finished_request, finish_reason=FinishReason.LENGTH, request_id="cmpl-vtmount-0",
+         num_prompt_tokens=40, max_tokens_param=8, req_stats=cs, num_cached_tokens=16)
     logger.record(scheduler_stats=None, iteration_stats=it, mm_cache_stats=None, engine_idx=0)
-    if "chatcmpl-vtmount" not in fb._RECORDS:
-        fail(f"the record of vLLM's FinishedRequestStats is not kept: {dict(fb._RECORDS)}")
-    want_prompt, want_predicted = (rs.first_token_ts - rs.scheduled_ts) * 1000, (rs.last_token_ts - rs.first_token_ts) * 1000
-    ok("the stat logger keeps the FinishedRequestStats vLLM builds (request id chatcmpl-vtmount)")
+    if "chatcmpl-vtmount" not in fb._RECORDS or "cmpl-vtmount-0" not in fb._RECORDS:
+        fail(f"the records of vLLM's FinishedRequestStats are not kept: {dict(fb._RECORDS)}")
+    want = {
+        "chat": ((rs.first_token_ts - rs.scheduled_ts) * 1000, (rs.last_token_ts - rs.first_token_ts) * 1000),
+        "completion": ((cs.first_token_ts - cs.scheduled_ts) * 1000, (cs.last_token_ts - cs.first_token_ts) * 1000),
+    }
+    ok("the stat logger keeps the FinishedRequestStats vLLM builds (request ids chatcmpl-vtmount, cmpl-vtmount-0)")
 
     # 3. The middleware, as vLLM mounts it.
     try:
@@ -111,10 +121,10 @@ def main(dirs):
     ok(f"vLLM's parser takes --middleware and both flags; build_app adds TimingsMiddleware ({len(mounted)} middleware in all)")
 
     # 4. Requests through the app.
-    asyncio.run(through_app(app, want_prompt, want_predicted))
+    asyncio.run(through_app(app, want))
 
 
-async def through_app(app, want_prompt, want_predicted):
+async def through_app(app, want):
     import httpx
     from vllm.entrypoints.openai.chat_completion.protocol import (
         ChatCompletionResponse, ChatCompletionResponseChoice, ChatCompletionResponseStreamChoice,
@@ -165,7 +175,38 @@ async def through_app(app, want_prompt, want_predicted):
                 yield "data: [DONE]\n\n"
             return gen()
 
+    try:
+        from vllm.entrypoints.openai.completion.protocol import (
+            CompletionResponse, CompletionResponseChoice, CompletionResponseStreamChoice, CompletionStreamResponse)
+    except ImportError:
+        from vllm.entrypoints.openai.protocol import (
+            CompletionResponse, CompletionResponseChoice, CompletionResponseStreamChoice, CompletionStreamResponse)
+    cusage = UsageInfo(prompt_tokens=40, completion_tokens=8, total_tokens=48,
+                       prompt_tokens_details=PromptTokenUsageInfo(cached_tokens=16))
+
+    class CompletionServing:
+        """Answers as OpenAIServingCompletion does, with vLLM's own classes."""
+
+        async def create_completion(self, request, raw_request=None):
+            if not request.stream:
+                return CompletionResponse(
+                    id="cmpl-vtmount", model="tiny", usage=cusage,
+                    choices=[CompletionResponseChoice(index=0, text="hi", finish_reason="length")])
+
+            async def gen():
+                await asyncio.sleep(0.05)
+                for k in range(3):
+                    await asyncio.sleep(0.02)
+                    yield "data: " + CompletionStreamResponse(id="cmpl-vtstream", model="tiny", choices=[
+                        CompletionResponseStreamChoice(index=0, text=f"w{k}", finish_reason="length" if k == 2 else None)
+                    ]).model_dump_json(exclude_unset=True) + "\n\n"
+                final = CompletionStreamResponse(id="cmpl-vtstream", model="tiny", choices=[], usage=cusage)
+                yield "data: " + final.model_dump_json(exclude_unset=True, exclude_none=True) + "\n\n"
+                yield "data: [DONE]\n\n"
+            return gen()
+
     app.state.openai_serving_chat = Serving()
+    app.state.openai_serving_completion = CompletionServing()
     for name in ("enable_server_load_tracking", "server_load_metrics"):
         if not hasattr(app.state, name):
             setattr(app.state, name, False if name.startswith("enable") else 0)
@@ -179,6 +220,7 @@ async def through_app(app, want_prompt, want_predicted):
         t = got.get("timings")
         if not t or r.headers.get("x-vllm-timings") != "engine":
             fail(f"the full response has no engine timings (x-vllm-timings {r.headers.get('x-vllm-timings')}): {r.text[:300]}")
+        want_prompt, want_predicted = want["chat"]
         if abs(t["prompt_ms"] - want_prompt) > 1e-6 or abs(t["predicted_ms"] - want_predicted) > 1e-6:
             fail(f"engine timings {t['prompt_ms']}, {t['predicted_ms']}; want {want_prompt}, {want_predicted}")
         if (t["prompt_n"], t["cache_n"], t["predicted_n"]) != (24, 16, 16) or int(r.headers["content-length"]) != len(r.content):
@@ -206,10 +248,50 @@ async def through_app(app, want_prompt, want_predicted):
         ok(f"a chat stream through vLLM's app: every chunk as sent, timings on the usage chunk from the API server's clock "
            f"(prompt_ms {t['prompt_ms']:.1f}, predicted_ms {t['predicted_ms']:.1f})")
 
+        await completion_through_app(client, want["completion"])
+
         r = await client.get("/v1/models")  # 500 here: no engine state; no header either way
         if "x-vllm-timings" in r.headers:
             fail("a GET route got the header")
         ok("other routes are left alone")
+
+
+async def completion_through_app(client, want):
+    """A completion, full and streamed, through the app: as the chat."""
+    body = {"model": "tiny", "prompt": "x", "max_tokens": 8}
+    r = await client.post("/v1/completions", json=body)
+    if r.status_code != 200:
+        fail(f"the full completion: HTTP {r.status_code}: {r.text[:300]}")
+    got = r.json()
+    t = got.get("timings")
+    if not t or r.headers.get("x-vllm-timings") != "engine":
+        fail(f"the full completion has no engine timings (x-vllm-timings {r.headers.get('x-vllm-timings')}): {r.text[:300]}")
+    if abs(t["prompt_ms"] - want[0]) > 1e-6 or abs(t["predicted_ms"] - want[1]) > 1e-6:
+        fail(f"the completion's engine timings {t['prompt_ms']}, {t['predicted_ms']}; want {want[0]}, {want[1]}")
+    if (t["prompt_n"], t["cache_n"], t["predicted_n"]) != (24, 16, 8) or int(r.headers["content-length"]) != len(r.content):
+        fail(f"the completion's counts or Content-Length wrong: {t}, {r.headers.get('content-length')} for {len(r.content)} bytes")
+    del got["timings"]
+    if "timings" in json.dumps(got):
+        fail("timings elsewhere in the completion")
+    ok(f"a full completion through vLLM's app: timings from the FinishedRequestStats of cmpl-vtmount-0, prompt_ms "
+       f"{t['prompt_ms']:.2f} and predicted_ms {t['predicted_ms']:.2f} exactly, counts from usage, Content-Length right")
+
+    body["stream"] = True
+    events = []
+    async with client.stream("POST", "/v1/completions", json=body) as r:
+        if r.status_code != 200 or r.headers.get("x-vllm-timings") != "stream":
+            fail(f"the completion stream: HTTP {r.status_code}, x-vllm-timings {r.headers.get('x-vllm-timings')}")
+        async for line in r.aiter_lines():
+            if line.startswith("data: {"):
+                events.append(json.loads(line[6:]))
+    with_t = [e for e in events if "timings" in e]
+    if len(events) != 4 or len(with_t) != 1 or with_t[0].get("choices") != []:
+        fail(f"want timings on the completion stream's usage chunk only, of 4 events: {events}")
+    t = with_t[0]["timings"]
+    if not (0 < t["predicted_ms"] and 0 < t["prompt_ms"] and t["predicted_n"] == 8):
+        fail(f"the completion stream's clock timings: {t}")
+    ok(f"a completion stream through vLLM's app: every chunk as sent, timings on the usage chunk from the API "
+       f"server's clock (prompt_ms {t['prompt_ms']:.1f}, predicted_ms {t['predicted_ms']:.1f})")
 
 
 if __name__ == "__main__":
