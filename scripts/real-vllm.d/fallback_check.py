@@ -78,6 +78,9 @@ def main(path, mode):
 
 
 if __name__ == "__main__":
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        sys.exit(0)
     if len(sys.argv) != 3 or sys.argv[2] not in ("stats", "nostats"):
         sys.exit(__doc__)
     sys.exit(main(sys.argv[1], sys.argv[2]))

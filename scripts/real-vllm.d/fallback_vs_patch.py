@@ -77,6 +77,9 @@ def main(path, markdown):
 
 
 if __name__ == "__main__":
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        sys.exit(0)
     args = [a for a in sys.argv[1:] if a != "--markdown"]
     if len(args) != 1:
         sys.exit(__doc__)
