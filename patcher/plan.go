@@ -572,7 +572,11 @@ func chooseIn(part string, user, embedded []*spec.PatchSet, snap snapshot, m *Ma
 		c.Chosen = chosen
 		c.Why = fmt.Sprintf("patch set %q (%s): all %d anchors match", chosen.Set.Name, chosen.Set.Origin(), chosen.Anchors)
 		if same := len(fit) - 1 - len(differ); same > 0 {
-			c.Why += fmt.Sprintf("; %d other %s with identical results", same, pluralWord(same, "set fits", "sets fit"))
+			fits := "fit"
+			if same == 1 {
+				fits = "fits"
+			}
+			c.Why += fmt.Sprintf("; %s %s with identical results", Plural(same, "other set"), fits)
 		}
 		if how != "" {
 			c.Why += "; " + how + "; stale files of another layout: " + strings.Join(c.Stale, ", ")
@@ -722,13 +726,6 @@ func installedRecord(inst *Install) map[string]bool {
 		}
 	}
 	return out
-}
-
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func samePlan(a, b *SetPlan) bool {

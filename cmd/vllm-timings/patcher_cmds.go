@@ -202,7 +202,7 @@ func applyDo(o *applyOptions) (overlay string, err error) {
 		changes := p.Changes()
 		for _, f := range changes {
 			if f.Exists {
-				logf(o.err, "would patch %s (%d insertions)", f.Path, f.Edits)
+				logf(o.err, "would patch %s (%s)", f.Path, patcher.Plural(f.Edits, "insertion"))
 			} else {
 				logf(o.err, "would create %s", f.Path)
 			}
