@@ -79,7 +79,7 @@ func BenchmarkApplyUnpatched(b *testing.B) {
 // BenchmarkLoadLibrary is the embedded sets' cost at start: compiled in.
 func BenchmarkLoadLibrary(b *testing.B) {
 	for b.Loop() {
-		if _, err := LoadLibrary(nil); err != nil {
+		if _, err := LoadLibrary(nil, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

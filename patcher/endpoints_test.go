@@ -547,7 +547,7 @@ func TestUserSetForOnePart(t *testing.T) {
 
 func mustLibrary(t *testing.T) *Library {
 	t.Helper()
-	lib, err := LoadLibrary(nil)
+	lib, err := LoadLibrary(nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,15 @@ func errorf(code exit.Code, format string, args ...any) *exit.Error {
 	return exit.Errorf(code, format, args...)
 }
 
+// DiagnosticAdvice is the Extra of a diagnostic whose remedy names what
+// only the command has (its commands and flags): Fact is the diagnostic's
+// Detail without the remedy, for the command to follow with its own
+// wording of Advice. Detail itself ends with a remedy in plain words.
+type DiagnosticAdvice struct {
+	Fact   string
+	Advice exit.Advice
+}
+
 // The errors below carry hcl's diagnostics as data, with the sources they
 // point into (as hcl's parser returns them), so that the caller renders
 // them: the command prints each with its source lines

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/vllm-timings/vllm-timings/patcher/codes"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/find"
 	"github.com/vllm-timings/vllm-timings/patcher/patchsets"
@@ -34,8 +35,12 @@ func (l *Library) All() []*spec.PatchSet {
 
 // LoadLibrary returns the embedded patch sets (parsed at build time, see
 // package patchsets) and parses the user's files. A user set with the name
-// of an embedded one replaces it.
-func LoadLibrary(userFiles []string) (*Library, error) {
+// of an embedded one replaces it. fileIs is what messages call a user's
+// file before naming it ("patch set" if empty; a command passes its flag).
+func LoadLibrary(userFiles []string, fileIs string) (*Library, error) {
+	if fileIs == "" {
+		fileIs = "patch set"
+	}
 	lib := &Library{sources: map[string][]byte{}}
 	var diags hcl.Diagnostics
 	// The embedded sets were parsed when patchsets/sets_gen.go was generated;
@@ -43,7 +48,7 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 	// and for skeletons, never on a run that goes well.
 	lib.Embedded = patchsets.Embedded()
 	for _, file := range userFiles {
-		src, err := readPatchSetFile(file)
+		src, err := readPatchSetFile(file, fileIs)
 		if err != nil {
 			return nil, err
 		}
@@ -75,16 +80,17 @@ func LoadLibrary(userFiles []string) (*Library, error) {
 // filling memory.
 const MaxPatchSetSize = 1 << 20
 
-// readPatchSetFile reads a --patchset file: a regular file of at most
-// MaxPatchSetSize bytes. It is opened non-blocking, so a FIFO given by
-// mistake fails instead of waiting forever.
-func readPatchSetFile(file string) ([]byte, error) {
-	pos := "--patchset " + file
+// readPatchSetFile reads a user's patch set file (fileIs names it in
+// messages): a regular file of at most MaxPatchSetSize bytes. It is
+// opened non-blocking, so a FIFO given by mistake fails instead of
+// waiting forever.
+func readPatchSetFile(file, fileIs string) ([]byte, error) {
+	pos := fileIs + " " + file
 	notRegular := func(m fs.FileMode) error {
 		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: "not a regular file (" + find.DescribeMode(m) + ")", Hint: "Pass the .hcl file itself."}
 	}
 	cannotRead := func(err error) error {
-		return &exit.Error{Code: ExitSpec, Msg: fmt.Sprintf("cannot read patch set %s: %v", file, err), Hint: "Check the --patchset path (inside a container, it must be mounted).", Err: err}
+		return &exit.Error{Code: ExitSpec, Msg: fmt.Sprintf("cannot read patch set %s: %v", file, err), Hint: "Check the path (inside a container, it must be mounted).", Advice: codes.AdvicePatchSetPath, Err: err}
 	}
 	tooBig := func(n int64) error {
 		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: fmt.Sprintf("%d bytes; a patch set is at most %d (1 MiB)", n, MaxPatchSetSize), Hint: "Is it the right file?"}

@@ -158,7 +158,7 @@ func (s *Session) ApplyOverlay(dir string) (*OverlayResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	abs, err := checkOverlayDir(dir, s.Install)
+	abs, err := checkOverlayDir(dir, s.opts.OverlayIs, s.Install)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Session) ApplyOverlay(dir string) (*OverlayResult, error) {
 // RevertOverlay removes everything apply --overlay wrote into dir. The vllm
 // package is not touched.
 func (s *Session) RevertOverlay(dir string, dryRun bool) ([]string, error) {
-	abs, err := checkOverlayDir(dir, s.Install)
+	abs, err := checkOverlayDir(dir, s.opts.OverlayIs, s.Install)
 	if err != nil {
 		return nil, err
 	}
@@ -217,17 +217,22 @@ const FallbackDirPrefix = "vllm-timings-fallback-"
 // not a directory, or holding files the overlay did not write (the
 // directory goes first on PYTHONPATH, where any module in it would shadow
 // an installed one). A missing dir is fine: writing creates it.
-func checkOverlayDir(dir string, inst *Install) (string, error) {
+func checkOverlayDir(dir, is string, inst *Install) (string, error) {
+	if is == "" {
+		is = "overlay"
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", errorf(ExitOverlay, "--overlay %s: %v", dir, err)
+		return "", errorf(ExitOverlay, "%s %s: %v", is, dir, err)
 	}
 	if strings.ContainsAny(abs, ":\n") {
-		return "", errorf(ExitOverlay, "--overlay %s: the path holds ':' or a newline, which PYTHONPATH cannot carry. Choose another directory.", abs)
+		return "", errorf(ExitOverlay, "%s %s: the path holds ':' or a newline, which PYTHONPATH cannot carry. Choose another directory.", is, abs)
 	}
 	if real, err := evalExisting(abs); err == nil {
 		if pkgReal, err := filepath.EvalSymlinks(inst.Dir); err == nil && (real == pkgReal || strings.HasPrefix(real, pkgReal+string(filepath.Separator))) {
-			return "", errorf(ExitOverlay, "--overlay %s is inside the vllm package %s, which the overlay must leave alone. Choose a directory outside it, such as /tmp/vllm-timings-overlay.", dir, inst.Dir)
+			return "", errorf(ExitOverlay,
+				"%s %s is inside the vllm package %s, which the overlay must leave alone. Choose a directory outside it, such as /tmp/vllm-timings-overlay.",
+				is, dir, inst.Dir)
 		}
 	}
 	entries, err := os.ReadDir(abs)
@@ -235,7 +240,7 @@ func checkOverlayDir(dir string, inst *Install) (string, error) {
 		return abs, nil
 	}
 	if err != nil {
-		return "", errorf(ExitOverlay, "--overlay %s: %v. Pass a writable directory (it is created if missing).", dir, err)
+		return "", errorf(ExitOverlay, "%s %s: %v. Pass a writable directory (it is created if missing).", is, dir, err)
 	}
 	var foreign []string
 	for _, e := range entries {
@@ -257,8 +262,8 @@ func checkOverlayDir(dir string, inst *Install) (string, error) {
 		if len(foreign) > 5 {
 			foreign = append(foreign[:5], "...")
 		}
-		return "", errorf(ExitOverlay, "--overlay %s holds files vllm-timings did not write (%s). The overlay directory goes first on PYTHONPATH, where any module in it shadows an installed one, so it must hold nothing else. Use an empty or new directory; an existing sitecustomize elsewhere on sys.path keeps running (the overlay's chains to it). Nothing was changed.",
-			dir, strings.Join(foreign, ", "))
+		return "", errorf(ExitOverlay, "%s %s holds files vllm-timings did not write (%s). The overlay directory goes first on PYTHONPATH, where any module in it shadows an installed one, so it must hold nothing else. Use an empty or new directory; an existing sitecustomize elsewhere on sys.path keeps running (the overlay's chains to it). Nothing was changed.",
+			is, dir, strings.Join(foreign, ", "))
 	}
 	return abs, nil
 }
@@ -340,7 +345,10 @@ func writeOverlay(dir string, files map[string][]byte, old *overlayManifest) ([]
 			for _, r := range st[i:] {
 				os.Remove(r.tmp)
 			}
-			return lines, errorf(ExitOverlay, "overlay %s: writing %s failed: %v. Rerun apply --overlay, or revert --overlay to remove it.", dir, s.rel, err)
+			return lines, &exit.Error{
+				Code: ExitOverlay, Msg: fmt.Sprintf("overlay %s: writing %s failed: %v", dir, s.rel, err),
+				Hint: "Apply the overlay again, or revert it to remove it.", Advice: codes.AdviceOverlayRerun,
+			}
 		}
 		write.DropPycache(s.abs)
 		lines = append(lines, "wrote "+filepath.Join(dir, filepath.FromSlash(s.rel)))

@@ -348,8 +348,9 @@ func requireFailure(set *spec.PatchSet, path string, q spec.Require, err error) 
 		return ExitAmbiguous, d
 	}
 	d.Summary = "Required statement not found"
-	d.Detail = fmt.Sprintf("Require %q of patch set %q: in %s there is %v. The set is for vLLMs that have this statement; this one does not, so another set (or your own, --patchset) has to fit it.",
-		q.Name, set.Name, path, err)
+	fact := fmt.Sprintf("Require %q of patch set %q: in %s there is %v.", q.Name, set.Name, path, err)
+	d.Detail = fact + " The set is for vLLMs that have this statement; this one does not, so another set (or your own) has to fit it."
+	d.Extra = DiagnosticAdvice{Fact: fact, Advice: codes.AdviceRequireMissing}
 	return ExitMissing, d
 }
 
@@ -365,8 +366,9 @@ func anchorFailure(set *spec.PatchSet, path string, e spec.Edit, err error) (exi
 		return ExitAmbiguous, d
 	case errors.As(err, &nf):
 		d.Summary = "Anchor not found"
-		d.Detail = fmt.Sprintf("Edit %q of patch set %q: in %s there is %v. This vLLM differs from the one the patch set was written for: run \"vllm-timings patchsets\" to see what each set covers, or adapt the anchor and pass your patch set with --patchset.",
-			e.Name, set.Name, path, err)
+		fact := fmt.Sprintf("Edit %q of patch set %q: in %s there is %v.", e.Name, set.Name, path, err)
+		d.Detail = fact + " This vLLM differs from the one the patch set was written for: use a set written for it, or adapt the anchor."
+		d.Extra = DiagnosticAdvice{Fact: fact, Advice: codes.AdviceAnchorMissing}
 		return ExitMissing, d
 	default:
 		d.Summary = "Anchor cannot be used"

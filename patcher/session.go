@@ -20,13 +20,35 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/edit"
 	"github.com/vllm-timings/vllm-timings/patcher/exit"
 	"github.com/vllm-timings/vllm-timings/patcher/find"
+	"github.com/vllm-timings/vllm-timings/patcher/spec"
 	"github.com/vllm-timings/vllm-timings/patcher/write"
 )
+
+// UnusedSets are the user's sets of one part that fit nothing in this
+// vLLM, and the embedded set used instead.
+type UnusedSets struct {
+	User     []*spec.PatchSet
+	Embedded *spec.PatchSet
+}
+
+// String is the warning in plain words.
+func (u UnusedSets) String() string {
+	var names []string
+	for _, set := range u.User {
+		names = append(names, fmt.Sprintf("%q (%s)", set.Name, set.Source))
+	}
+	return fmt.Sprintf("your patch set %s fits nothing in this vLLM; the embedded %q is used instead", strings.Join(names, ", "), u.Embedded.Name)
+}
 
 // Options are what every command that touches vLLM shares.
 type Options struct {
 	Find      find.Options
 	PatchSets []string // user patch set files, tried before the embedded ones
+	// PatchSetIs and OverlayIs are what messages call a PatchSets file
+	// and the overlay directory before naming it: the caller's names for
+	// them (a command's flags); "patch set" and "overlay" by default.
+	PatchSetIs string
+	OverlayIs  string
 	// Lock takes the tree's lock (vllm/.vllm-timings.lock) before reading
 	// it; commands that may write set it. Apply and Revert take it
 	// themselves (and read the tree again) when it was not taken.
@@ -67,10 +89,14 @@ type Session struct {
 	Library *Library
 	Sel     *Selection
 	// Warnings are things the user should know that stopped nothing
-	// (a --patchset that fits nothing, bytecode that could not be
+	// (bytecode that could not be
 	// removed, leftovers removed). Commands print them.
 	Warnings []string
-	Overlay  *OverlayView // the overlay looked through (Options.Overlay), or nil
+	// Unused lists, per part, the user's sets that fit nothing in this
+	// vLLM while an embedded set is used instead (a warning the command
+	// words, with how to see why).
+	Unused  []UnusedSets
+	Overlay *OverlayView // the overlay looked through (Options.Overlay), or nil
 
 	opts      Options
 	snap      snapshot // the files as they are
@@ -88,7 +114,7 @@ type Session struct {
 // every file they (and the manifest, and the older scripts) target and
 // chooses the set that fits.
 func Open(o Options) (*Session, error) {
-	lib, err := LoadLibrary(o.PatchSets)
+	lib, err := LoadLibrary(o.PatchSets, o.PatchSetIs)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +181,7 @@ func (s *Session) read() error {
 	}
 	sel := choose(s.Library, s.clean, s.manifest, s.Install, s.parses)
 	s.Sel = sel
-	s.Warnings = nil
+	s.Warnings, s.Unused = nil, nil
 	// Per part: the user's sets of a part whose chosen set is embedded
 	// fit nothing.
 	for _, pc := range sel.Choices() {
@@ -163,14 +189,14 @@ func (s *Session) read() error {
 		if c == nil || !c.Set.Embedded {
 			continue
 		}
-		var names []string
-		for _, u := range s.Library.User {
-			if u.Part == part {
-				names = append(names, fmt.Sprintf("%q (%s)", u.Name, u.Source))
+		u := UnusedSets{Embedded: c.Set}
+		for _, set := range s.Library.User {
+			if set.Part == part {
+				u.User = append(u.User, set)
 			}
 		}
-		if len(names) > 0 {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("your patch set %s fits nothing in this vLLM; the embedded %q is used instead. Run \"vllm-timings doctor --patchset ...\" to see why yours does not fit.", strings.Join(names, ", "), c.Set.Name))
+		if len(u.User) > 0 {
+			s.Unused = append(s.Unused, u)
 		}
 	}
 	return nil

@@ -34,7 +34,23 @@ func (f *vllmFlags) registerLock(cmd *cobra.Command) {
 }
 
 func (f *vllmFlags) options() patcher.Options {
-	return patcher.Options{Find: patcher.FindOptions{Dir: f.vllmDir, Bin: f.vllmBin, BinIs: f.vllmBinIs}, PatchSets: f.patchsets, LockWait: f.lockWait, Version: version}
+	return patcher.Options{
+		Find:       patcher.FindOptions{Dir: f.vllmDir, DirIs: "--vllm-dir", Bin: f.vllmBin, BinIs: f.binIs()},
+		PatchSets:  f.patchsets,
+		PatchSetIs: "--patchset",
+		OverlayIs:  "--overlay",
+		LockWait:   f.lockWait,
+		Version:    version,
+	}
+}
+
+// binIs is what the messages call the vllm program: the flag, or exec's
+// command.
+func (f *vllmFlags) binIs() string {
+	if f.vllmBinIs != "" {
+		return f.vllmBinIs
+	}
+	return "--vllm-bin"
 }
 
 // nonEmpty is a path flag that refuses an empty or blank value when it is

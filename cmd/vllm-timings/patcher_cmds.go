@@ -18,6 +18,9 @@ import (
 
 // warn prints the session's warnings.
 func warn(w io.Writer, s *patcher.Session) {
+	for _, u := range s.Unused {
+		logf(w, "warning: %s. Run \"vllm-timings doctor --patchset ...\" to see why yours does not fit.", u)
+	}
 	for _, m := range s.Warnings {
 		logf(w, "warning: %s", m)
 	}
@@ -558,7 +561,7 @@ func newCmdPatchsets(out io.Writer) *cobra.Command {
 }
 
 func patchsetsRun(o *patchsetsOptions) error {
-	lib, err := patcher.LoadLibrary(o.patchsets)
+	lib, err := patcher.LoadLibrary(o.patchsets, "--patchset")
 	if err != nil {
 		return err
 	}

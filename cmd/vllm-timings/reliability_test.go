@@ -133,7 +133,7 @@ func newWorld(t *testing.T) *world {
 // copyTargets copies, from a real vllm package, the files any patch set
 // reads plus what makes it a package, into site/vllm.
 func copyTargets(t *testing.T, pkg, site string) {
-	lib, err := patcher.LoadLibrary(nil)
+	lib, err := patcher.LoadLibrary(nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,16 @@ var advice = map[exit.Advice]string{
 	codes.AdviceTakeOverInPlace: "An overlay cannot take their edits over: run \"vllm-timings apply --take-over\" where the package is writable (in the image build, for example), or use an image without them. Nothing was changed.",
 	codes.AdviceOneUserSet:      "Pass only one of them with --patchset, or make one's anchors specific to the version it was written for.",
 	codes.AdviceSeparateParts:   "Sets of different parts must edit different files; move the edits of one part into its own file, or remove the set you passed with --patchset. Nothing was changed.",
-	codes.AdviceManifest:        "vllm-timings writes it atomically, so something else changed it. Remove it and run the command again: the markers in the files still tell revert what is ours (only files a --patchset created need that --patchset again).",
+	codes.AdviceFindVLLM: "Pass --vllm-bin PROGRAM (the vllm the server runs, for example /opt/venv/bin/vllm), " +
+		"--vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
+	codes.AdviceVLLMBin:      "Pass the vllm program the server runs (for example /opt/venv/bin/vllm) with --vllm-bin, or the package with --vllm-dir.",
+	codes.AdviceVLLMScript:   "Pass the vllm console script the server runs with --vllm-bin, or the package with --vllm-dir.",
+	codes.AdvicePatchSetPath: "Check the --patchset path (inside a container, it must be mounted).",
+	codes.AdviceOverlayRerun: "Rerun apply --overlay, or revert --overlay to remove it.",
+	codes.AdviceAnchorMissing: "This vLLM differs from the one the patch set was written for: run \"vllm-timings patchsets\" to see what each set covers, " +
+		"or adapt the anchor and pass your patch set with --patchset.",
+	codes.AdviceRequireMissing: "The set is for vLLMs that have this statement; this one does not, so another set (or your own, --patchset) has to fit it.",
+	codes.AdviceManifest:       "vllm-timings writes it atomically, so something else changed it. Remove it and run the command again: the markers in the files still tell revert what is ours (only files a --patchset created need that --patchset again).",
 }
 
 func takeOver(verb, does string) string {
@@ -116,6 +125,11 @@ func renderDiagnostics(diags hcl.Diagnostics, files map[string]*hcl.File) string
 	}
 	var b bytes.Buffer
 	for _, d := range shown {
+		if a, ok := d.Extra.(patcher.DiagnosticAdvice); ok && advice[a.Advice] != "" {
+			worded := *d
+			worded.Detail = a.Fact + " " + advice[a.Advice]
+			d = &worded
+		}
 		// hcl's writer scans the whole file for every diagnostic; give it
 		// only the lines it shows (behind blank lines, so the numbers
 		// stay), which keeps a large file's diagnostics linear.

@@ -84,4 +84,23 @@ const (
 	AdviceSeparateParts exit.Advice = "separate-parts"
 	// AdviceManifest: the manifest is unreadable; remove it and run again.
 	AdviceManifest exit.Advice = "manifest"
+	// AdviceFindVLLM: vLLM was not found; name the program the server
+	// runs or the package directory.
+	AdviceFindVLLM exit.Advice = "find-vllm"
+	// AdviceVLLMBin: the program named leads nowhere; name the right one
+	// (or the package).
+	AdviceVLLMBin exit.Advice = "vllm-bin"
+	// AdviceVLLMScript: the program named is not the vllm console script.
+	AdviceVLLMScript exit.Advice = "vllm-script"
+	// AdvicePatchSetPath: a user's patch set file cannot be read; check
+	// the path given.
+	AdvicePatchSetPath exit.Advice = "patchset-path"
+	// AdviceOverlayRerun: writing the overlay failed midway; apply it
+	// again, or revert it.
+	AdviceOverlayRerun exit.Advice = "overlay-rerun"
+	// AdviceAnchorMissing, AdviceRequireMissing (on a diagnostic, as
+	// patcher.DiagnosticAdvice): an anchor or a required statement is not
+	// in this vLLM; see what each set covers, or adapt and pass a set.
+	AdviceAnchorMissing  exit.Advice = "anchor-missing"
+	AdviceRequireMissing exit.Advice = "require-missing"
 )

@@ -36,7 +36,8 @@ const (
 )
 
 // Error is a failure with its exit code and a message meant for the user.
-// It reads "Pos: Msg. Hint", without the parts that are empty.
+// It reads "Pos: Msg. Hint", without the parts that are empty; a Msg that
+// ends in a newline (a list) is followed by Hint directly.
 type Error struct {
 	Code Code
 	Pos  string // where in the input, optional: `--mount "x"`, "bad.hcl:5"
@@ -61,7 +62,9 @@ func (e *Error) Error() string {
 		b.WriteString(e.Pos + ": ")
 	}
 	b.WriteString(e.Msg)
-	if e.Hint != "" {
+	if e.Hint != "" && strings.HasSuffix(e.Msg, "\n") {
+		b.WriteString(e.Hint)
+	} else if e.Hint != "" {
 		b.WriteString(". " + e.Hint)
 	}
 	return b.String()

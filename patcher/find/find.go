@@ -27,12 +27,13 @@ type Install struct {
 // Options say where to look for vLLM. The zero value searches the
 // running system.
 type Options struct {
-	Dir    string              // --vllm-dir; empty means search
+	Dir    string              // the vllm package directory (or site-packages above it); empty means search
+	DirIs  string              // what Dir is, for messages: the caller's name for it; "the vllm directory" by default
 	Getenv func(string) string // defaults to os.Getenv
 	Root   string              // filesystem root for the well-known paths; "/" by default
 	Python string              // interpreter for the last resort; "python3" by default, "-" disables it
-	Bin    string              // --vllm-bin: the vllm program the server runs; empty means look on PATH
-	BinIs  string              // what Bin is, for messages; "--vllm-bin" by default
+	Bin    string              // the vllm program the server runs; empty means look on PATH
+	BinIs  string              // what Bin is, for messages: the caller's name for it; "the vllm program" by default
 	Path   string              // the PATH the server runs with; $PATH by default
 }
 
@@ -61,7 +62,11 @@ func Locate(o Options) (*Install, error) {
 		getenv = os.Getenv
 	}
 	if o.Dir != "" {
-		return fromDir(o.Dir, "--vllm-dir")
+		what := o.DirIs
+		if what == "" {
+			what = "the vllm directory"
+		}
+		return fromDir(o.Dir, what)
 	}
 	if d := getenv("VLLM_DIR"); d != "" {
 		return fromDir(d, "$VLLM_DIR")
@@ -73,7 +78,7 @@ func Locate(o Options) (*Install, error) {
 	if o.Bin != "" {
 		what := o.BinIs
 		if what == "" {
-			what = "--vllm-bin"
+			what = "the vllm program"
 		}
 		return findViaBin(o.Bin, what, path, findSpec)
 	}
@@ -124,8 +129,13 @@ func Locate(o Options) (*Install, error) {
 			tried = append(tried, py+" ("+abs+")"+ask+": no vllm")
 		}
 	}
-	return nil, exit.Errorf(codes.NotFound, "vLLM not found. Looked in:\n  %s\nPass --vllm-bin PROGRAM (the vllm the server runs, for example /opt/venv/bin/vllm), --vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
-		strings.Join(tried, "\n  "))
+	return nil, &exit.Error{
+		Code: codes.NotFound,
+		Msg:  "vLLM not found. Looked in:\n  " + strings.Join(tried, "\n  ") + "\n",
+		Hint: "Name the vllm program the server runs (for example /opt/venv/bin/vllm) or the vllm package directory " +
+			"(or the site-packages directory that holds it), or set VLLM_DIR.",
+		Advice: codes.AdviceFindVLLM,
+	}
 }
 
 func isPackage(dir string) bool {

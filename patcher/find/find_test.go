@@ -49,8 +49,8 @@ func TestFindOrder(t *testing.T) {
 		version string
 		via     string
 	}{
-		{"flag wins", Options{Dir: flagDir, Getenv: env("VLLM_DIR", envDir), Root: root, Python: "-"}, flagDir, "unknown", "--vllm-dir"},
-		{"flag may name site-packages", Options{Dir: filepath.Dir(docker), Root: root, Python: "-", Getenv: env()}, docker, "0.19.2", "--vllm-dir"},
+		{"flag wins", Options{Dir: flagDir, DirIs: "--vllm-dir", Getenv: env("VLLM_DIR", envDir), Root: root, Python: "-"}, flagDir, "unknown", "--vllm-dir"},
+		{"flag may name site-packages", Options{Dir: filepath.Dir(docker), Root: root, Python: "-", Getenv: env()}, docker, "0.19.2", "the vllm directory"},
 		{"env next", Options{Getenv: env("VLLM_DIR", envDir, "VIRTUAL_ENV", venv), Root: root, Python: "-"}, envDir, "1.0", "$VLLM_DIR"},
 		{"virtualenv before system", Options{Getenv: env("VIRTUAL_ENV", venv), Root: root, Python: "-"}, inVenv, "0.25.1", filepath.Join(venv, "lib/python3*/site-packages")},
 		{"docker image path, newest python", Options{Getenv: env(), Root: root, Python: "-"}, docker, "0.19.2", filepath.Join(root, "usr/local/lib/python3*/dist-packages")},

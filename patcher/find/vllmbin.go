@@ -275,11 +275,19 @@ func viaScript(script, path, what string, runPython func(string) string) (dir, v
 func findViaBin(bin, what, path string, runPython func(string) string) (*Install, error) {
 	p, err := lookPath(bin, path)
 	if err != nil {
-		return nil, exit.Errorf(codes.VLLMBin, "%s %s: %v. Pass the vllm program the server runs (for example /opt/venv/bin/vllm) with --vllm-bin, or the package with --vllm-dir.", what, bin, err)
+		return nil, &exit.Error{
+			Code: codes.VLLMBin, Msg: fmt.Sprintf("%s %s: %v", what, bin, err),
+			Hint:   "Name the vllm program the server runs (for example /opt/venv/bin/vllm), or the vllm package directory.",
+			Advice: codes.AdviceVLLMBin,
+		}
 	}
 	dir, via, _, err := viaScript(p, path, what, runPython)
 	if err != nil {
-		return nil, exit.Errorf(codes.VLLMBin, "%s: %v. Pass the vllm console script the server runs with --vllm-bin, or the package with --vllm-dir.", what, err)
+		return nil, &exit.Error{
+			Code: codes.VLLMBin, Msg: fmt.Sprintf("%s: %v", what, err),
+			Hint:   "Name the vllm console script the server runs, or the vllm package directory.",
+			Advice: codes.AdviceVLLMScript,
+		}
 	}
 	return fromDir(dir, via)
 }

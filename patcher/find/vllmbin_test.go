@@ -89,7 +89,7 @@ func TestFindThroughTheVLLMProgram(t *testing.T) {
 	sysBin := filepath.Join(t.TempDir(), "bin")
 	fakePython(t, filepath.Join(sysBin, "python3"))
 
-	inst, err := Locate(Options{Bin: bin, Getenv: none, Path: sysBin, Root: t.TempDir()})
+	inst, err := Locate(Options{Bin: bin, BinIs: "--vllm-bin", Getenv: none, Path: sysBin, Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +187,15 @@ func TestFindVLLMProgramFailures(t *testing.T) {
 		"/opt/conda/lib/python3*/site-packages",
 		"/usr/local/lib/python3*/dist-packages",
 		"python3 (" + filepath.Join(pyBin, "python3") + `) -c 'importlib.util.find_spec("vllm")': no vllm`,
-		"Pass --vllm-bin PROGRAM",
 	} {
 		if !strings.Contains(pe.Msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, pe.Msg)
 		}
+	}
+	// What to do is the command's to word with its flags (the hint
+	// says it without them).
+	if pe.Advice != codes.AdviceFindVLLM || !strings.Contains(pe.Hint, "VLLM_DIR") {
+		t.Errorf("advice %q, hint %q; want %q and a hint naming VLLM_DIR", pe.Advice, pe.Hint, codes.AdviceFindVLLM)
 	}
 }
 
