@@ -143,9 +143,10 @@ func sets(a assets) []*spec.PatchSet {
 			Range: hcl.Range{Filename: "embedded:messages.hcl", Start: hcl.Pos{Line: 48, Column: 1, Byte: 1922}, End: hcl.Pos{Line: 48, Column: 28, Byte: 1949}},
 		},
 		{
-			Name:        "openai-modules-v0.10",
-			Part:        "chat",
-			Description: "timings for /v1/chat/completions and /v1/completions (serving_chat.py, serving_completion.py), and the request's stats passed on by the v1 output processor",
+			Name: "openai-modules-v0.10",
+			Part: "chat",
+			Description: "timings for /v1/chat/completions and /v1/completions (serving_chat.py, serving_completion.py), and " +
+				"the request's stats passed on by the v1 output processor",
 			Covers: []string{
 				"v0.10.0",
 				"v0.10.1",
@@ -203,7 +204,8 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "chunk = ChatCompletionStreamResponse(",
 								At:    "after",
 							},
-							Code:      "if not include_usage and choice_data.finish_reason is not None and all(finish_reason_sent):\n    _llamacpp_tracker.attach(chunk, num_prompt_tokens, sum(previous_num_tokens))\n",
+							Code: "if not include_usage and choice_data.finish_reason is not None and all(finish_reason_sent):\n" +
+								"    _llamacpp_tracker.attach(chunk, num_prompt_tokens, sum(previous_num_tokens))\n",
 							Range:     hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 38, Column: 5, Byte: 1676}, End: hcl.Pos{Line: 38, Column: 31, Byte: 1702}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 43, Column: 7, Byte: 1899}, End: hcl.Pos{Line: 46, Column: 9, Byte: 2110}},
 						},
@@ -284,7 +286,9 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "chunk = CompletionStreamResponse(",
 								At:    "after",
 							},
-							Code:      "if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * num_prompts):\n    _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))\n",
+							Code: "if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * " +
+								"num_prompts):\n" +
+								"    _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))\n",
 							Range:     hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 92, Column: 5, Byte: 3697}, End: hcl.Pos{Line: 92, Column: 31, Byte: 3723}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 96, Column: 7, Byte: 3872}, End: hcl.Pos{Line: 99, Column: 9, Byte: 4110}},
 						},
@@ -354,7 +358,8 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "if request_output := req_state.make_request_output(",
 								At:    "body_start",
 							},
-							Code:      "if req_state._llamacpp_clock is not None:\n    _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)\n",
+							Code: "if req_state._llamacpp_clock is not None:\n" +
+								"    _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)\n",
 							Range:     hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 154, Column: 5, Byte: 6270}, End: hcl.Pos{Line: 154, Column: 24, Byte: 6289}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 158, Column: 7, Byte: 6441}, End: hcl.Pos{Line: 161, Column: 9, Byte: 6597}},
 						},
@@ -437,7 +442,8 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "chunk = ChatCompletionStreamResponse(",
 								At:    "after",
 							},
-							Code:      "if not include_usage and choice_data.finish_reason is not None and all(finish_reason_sent):\n    _llamacpp_tracker.attach(chunk, num_prompt_tokens, sum(previous_num_tokens))\n",
+							Code: "if not include_usage and choice_data.finish_reason is not None and all(finish_reason_sent):\n" +
+								"    _llamacpp_tracker.attach(chunk, num_prompt_tokens, sum(previous_num_tokens))\n",
 							Range:     hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 196, Column: 5, Byte: 7743}, End: hcl.Pos{Line: 196, Column: 31, Byte: 7769}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 201, Column: 7, Byte: 7966}, End: hcl.Pos{Line: 204, Column: 9, Byte: 8177}},
 						},
@@ -518,7 +524,9 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "chunk = CompletionStreamResponse(",
 								At:    "after",
 							},
-							Code:      "if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * num_prompts):\n    _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))\n",
+							Code: "if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * " +
+								"num_prompts):\n" +
+								"    _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))\n",
 							Range:     hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 250, Column: 5, Byte: 9764}, End: hcl.Pos{Line: 250, Column: 31, Byte: 9790}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 254, Column: 7, Byte: 9939}, End: hcl.Pos{Line: 257, Column: 9, Byte: 10177}},
 						},
@@ -577,7 +585,8 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "if request_output := req_state.make_request_output(",
 								At:    "body_start",
 							},
-							Code:      "if req_state._llamacpp_clock is not None:\n    _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)\n",
+							Code: "if req_state._llamacpp_clock is not None:\n" +
+								"    _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)\n",
 							Range:     hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 302, Column: 5, Byte: 11861}, End: hcl.Pos{Line: 302, Column: 24, Byte: 11880}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-modules.hcl", Start: hcl.Pos{Line: 306, Column: 7, Byte: 12032}, End: hcl.Pos{Line: 309, Column: 9, Byte: 12188}},
 						},
@@ -658,7 +667,8 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "chunk = ChatCompletionStreamResponse(",
 								At:    "after",
 							},
-							Code:      "if not include_usage and choice_data.finish_reason is not None and all(finish_reason_sent):\n    _llamacpp_tracker.attach(chunk, num_prompt_tokens, sum(previous_num_tokens))\n",
+							Code: "if not include_usage and choice_data.finish_reason is not None and all(finish_reason_sent):\n" +
+								"    _llamacpp_tracker.attach(chunk, num_prompt_tokens, sum(previous_num_tokens))\n",
 							Range:     hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 39, Column: 5, Byte: 1773}, End: hcl.Pos{Line: 39, Column: 31, Byte: 1799}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 44, Column: 7, Byte: 1996}, End: hcl.Pos{Line: 47, Column: 9, Byte: 2207}},
 						},
@@ -739,7 +749,9 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "chunk = CompletionStreamResponse(",
 								At:    "after",
 							},
-							Code:      "if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * num_prompts):\n    _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))\n",
+							Code: "if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * " +
+								"num_prompts):\n" +
+								"    _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))\n",
 							Range:     hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 93, Column: 5, Byte: 3794}, End: hcl.Pos{Line: 93, Column: 31, Byte: 3820}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 97, Column: 7, Byte: 3969}, End: hcl.Pos{Line: 100, Column: 9, Byte: 4207}},
 						},
@@ -798,7 +810,8 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "if request_output := req_state.make_request_output(",
 								At:    "body_start",
 							},
-							Code:      "if req_state._llamacpp_clock is not None:\n    _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)\n",
+							Code: "if req_state._llamacpp_clock is not None:\n" +
+								"    _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)\n",
 							Range:     hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 137, Column: 5, Byte: 5597}, End: hcl.Pos{Line: 137, Column: 24, Byte: 5616}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 141, Column: 7, Byte: 5768}, End: hcl.Pos{Line: 144, Column: 9, Byte: 5924}},
 						},
@@ -809,9 +822,10 @@ func sets(a assets) []*spec.PatchSet {
 			Range: hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 9, Column: 1, Byte: 568}, End: hcl.Pos{Line: 9, Column: 27, Byte: 594}},
 		},
 		{
-			Name:        "openai-packages-raw-stream",
-			Part:        "chat",
-			Description: "timings for /v1/chat/completions and /v1/completions (packages; the chat stream in chat_completion_stream_generator_raw)",
+			Name: "openai-packages-raw-stream",
+			Part: "chat",
+			Description: "timings for /v1/chat/completions and /v1/completions (packages; the chat stream in " +
+				"chat_completion_stream_generator_raw)",
 			Covers: []string{
 				"0.33.0",
 				"0.34.0",
@@ -866,7 +880,9 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "chunk = ChatCompletionStreamResponse(",
 								At:    "after",
 							},
-							Code:      "if not include_usage and choice_data.finish_reason is not None and all(finish_reason_sent):\n    _llamacpp_tracker.attach(chunk, num_prompt_tokens, sum(p.num_output_tokens for p in processors))\n",
+							Code: "if not include_usage and choice_data.finish_reason is not None and all(finish_reason_sent):\n" +
+								"    _llamacpp_tracker.attach(chunk, num_prompt_tokens, sum(p.num_output_tokens for p in " +
+								"processors))\n",
 							Range:     hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 179, Column: 5, Byte: 7082}, End: hcl.Pos{Line: 179, Column: 31, Byte: 7108}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 184, Column: 7, Byte: 7309}, End: hcl.Pos{Line: 187, Column: 9, Byte: 7540}},
 						},
@@ -947,7 +963,9 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "chunk = CompletionStreamResponse(",
 								At:    "after",
 							},
-							Code:      "if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * num_prompts):\n    _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))\n",
+							Code: "if finish_reason is not None and not include_usage and _llamacpp_tracker.finish_chunk(num_choices * " +
+								"num_prompts):\n" +
+								"    _llamacpp_tracker.attach(chunk, sum(num_prompt_tokens), sum(previous_num_tokens))\n",
 							Range:     hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 233, Column: 5, Byte: 9131}, End: hcl.Pos{Line: 233, Column: 31, Byte: 9157}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 237, Column: 7, Byte: 9306}, End: hcl.Pos{Line: 240, Column: 9, Byte: 9544}},
 						},
@@ -1006,7 +1024,8 @@ func sets(a assets) []*spec.PatchSet {
 								Match: "if request_output := req_state.make_request_output(",
 								At:    "body_start",
 							},
-							Code:      "if req_state._llamacpp_clock is not None:\n    _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)\n",
+							Code: "if req_state._llamacpp_clock is not None:\n" +
+								"    _llamacpp_timings.link_clock(request_output, req_state._llamacpp_clock)\n",
 							Range:     hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 277, Column: 5, Byte: 10934}, End: hcl.Pos{Line: 277, Column: 24, Byte: 10953}},
 							CodeRange: hcl.Range{Filename: "embedded:openai-packages.hcl", Start: hcl.Pos{Line: 281, Column: 7, Byte: 11105}, End: hcl.Pos{Line: 284, Column: 9, Byte: 11261}},
 						},
@@ -1071,12 +1090,14 @@ func sets(a assets) []*spec.PatchSet {
 			Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 33, Column: 1, Byte: 1993}, End: hcl.Pos{Line: 33, Column: 29, Byte: 2021}},
 		},
 		{
-			Name:        "responses-modules-no-stream",
-			Part:        "responses",
-			Description: "timings for /v1/responses, non-streamed only (serving_responses.py, whose create_responses refuses a stream; the engine requests in OpenAIServing._generate_with_builtin_tools, serving_engine.py)",
+			Name: "responses-modules-no-stream",
+			Part: "responses",
+			Description: "timings for /v1/responses, non-streamed only (serving_responses.py, whose create_responses refuses " +
+				"a stream; the engine requests in OpenAIServing._generate_with_builtin_tools, serving_engine.py)",
 			Covers: []string{
 				"nightlies from ec7cb1922 (2025-08-06) to before 95a935fc4 (2025-08-11)",
-				"ROCm/vllm builds of that period (temp, amd/out_of_place_layernorm, greg_test, dllehr_gpt_oss and 2 more branches)",
+				"ROCm/vllm builds of that period (temp, amd/out_of_place_layernorm, greg_test, dllehr_gpt_oss and 2 " +
+					"more branches)",
 			},
 			Source:   "embedded:responses.hcl",
 			Embedded: true,
@@ -1153,9 +1174,10 @@ func sets(a assets) []*spec.PatchSet {
 			Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 64, Column: 1, Byte: 2969}, End: hcl.Pos{Line: 64, Column: 39, Byte: 3007}},
 		},
 		{
-			Name:        "responses-modules",
-			Part:        "responses",
-			Description: "timings for /v1/responses (serving_responses.py; the engine requests in OpenAIServing._generate_with_builtin_tools, serving_engine.py)",
+			Name: "responses-modules",
+			Part: "responses",
+			Description: "timings for /v1/responses (serving_responses.py; the engine requests in " +
+				"OpenAIServing._generate_with_builtin_tools, serving_engine.py)",
 			Covers: []string{
 				"v0.10.1",
 				"v0.10.1.1",
@@ -1243,9 +1265,11 @@ func sets(a assets) []*spec.PatchSet {
 			Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 112, Column: 1, Byte: 4821}, End: hcl.Pos{Line: 112, Column: 29, Byte: 4849}},
 		},
 		{
-			Name:        "responses-modules-stream-events",
-			Part:        "responses",
-			Description: "timings for /v1/responses (serving_responses.py, the stream's events sent by _process_streaming_events; the engine requests in OpenAIServing._generate_with_builtin_tools, serving_engine.py)",
+			Name: "responses-modules-stream-events",
+			Part: "responses",
+			Description: "timings for /v1/responses (serving_responses.py, the stream's events sent by " +
+				"_process_streaming_events; the engine requests in OpenAIServing._generate_with_builtin_tools, " +
+				"serving_engine.py)",
 			Covers: []string{
 				"nightlies from 6891205b1 (2025-08-27) to before 8f423e5f4 (2025-09-04)",
 				"ROCm/vllm ROCm-7.1, 0902_rc1, 0909_rc2, 0909_rc3 (ROCm 7.x builds) and 6 more branches",
@@ -1325,9 +1349,10 @@ func sets(a assets) []*spec.PatchSet {
 			Range: hcl.Range{Filename: "embedded:responses.hcl", Start: hcl.Pos{Line: 160, Column: 1, Byte: 6391}, End: hcl.Pos{Line: 160, Column: 43, Byte: 6433}},
 		},
 		{
-			Name:        "responses-engine",
-			Part:        "responses",
-			Description: "timings for /v1/responses (responses/serving.py; the engine requests in OpenAIServing._generate_with_builtin_tools, engine/serving.py)",
+			Name: "responses-engine",
+			Part: "responses",
+			Description: "timings for /v1/responses (responses/serving.py; the engine requests in " +
+				"OpenAIServing._generate_with_builtin_tools, engine/serving.py)",
 			Covers: []string{
 				"v0.15.0",
 				"v0.15.1",
