@@ -12,7 +12,8 @@ import (
 // is a constant below and a row here. 2 is the command's: flags it refuses before nixgen sees
 // them.
 var ExitCodes = exit.NewTable(
-	exit.Entry{Code: exit.Usage, Meaning: "bad flags: no `--binary` (or one with `--format nix-function`), an unknown `--format` or `--on-failure`, no model name, `--macro` without `=`, a name given twice, `--raw` with nothing after it"},
+	exit.Entry{Code: exit.Usage, Meaning: "bad flags: no `--binary` (or one with `--format nix-function`), an unknown `--format` or `--on-failure`, no " +
+		"model name, `--macro` without `=`, a name given twice, `--raw` with nothing after it"},
 	exit.Entry{Code: ExitPath, Meaning: "a path that is empty, relative, `/` or not clean (`//`, `/./`, `/../`, trailing `/`)"},
 	exit.Entry{Code: ExitUnprintable, Meaning: "a newline or another non-printable character (it would need bash's `$'...'`, which llama-swap cannot split), or invalid UTF-8"},
 	exit.Entry{Code: ExitMacroInPath, Meaning: "`${NAME}` or `${env.NAME}` in a path: llama-swap would substitute it or refuse the config"},

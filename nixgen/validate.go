@@ -189,7 +189,9 @@ func checkExpansion(input, s string, known map[string]string, inBash bool) error
 	}
 	q := shellQuote(s)
 	return errorf(ExitExpansion, input, s, "holds the bash expansion "+strconv.Quote(found),
-		"Serve arguments are quoted, so vLLM would get the text unexpanded. To let bash expand it, pass the argument raw: --raw %[1]s on the command line, vt.raw in Nix. To pass the text as it is, single-quote it inside raw: --raw %[2]s.",
+		"Serve arguments are quoted, so vLLM would get the text unexpanded. To let bash expand it, pass the argument "+
+			"raw: --raw %[1]s on the command line, vt.raw in Nix. To pass the text as it is, single-quote it inside raw: "+
+			"--raw %[2]s.",
 		q, shellQuote(q))
 }
 
@@ -320,7 +322,8 @@ func checkMacro(name, value string) error {
 	}
 	if hasShellSpecial(value) {
 		return errorf(ExitMacroValue, input, nv, "has a value that cannot be quoted safely",
-			"llama-swap pastes a macro's value into the command as it is, after quoting, so the value must not hold spaces or any of ; \" ' ( ) $ | & > < ` \\ # { ~ * ? [ =; pass such text as an argument instead.")
+			"llama-swap pastes a macro's value into the command as it is, after quoting, so the value must not hold spaces "+
+				"or any of ; \" ' ( ) $ | & > < ` \\ # { ~ * ? [ =; pass such text as an argument instead.")
 	}
 	return nil
 }

@@ -90,7 +90,13 @@ func readPatchSetFile(file, fileIs string) ([]byte, error) {
 		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: "not a regular file (" + find.DescribeMode(m) + ")", Hint: "Pass the .hcl file itself."}
 	}
 	cannotRead := func(err error) error {
-		return &exit.Error{Code: ExitSpec, Msg: fmt.Sprintf("cannot read patch set %s: %v", file, err), Hint: "Check the path (inside a container, it must be mounted).", Advice: codes.AdvicePatchSetPath, Err: err}
+		return &exit.Error{
+			Code:   ExitSpec,
+			Msg:    fmt.Sprintf("cannot read patch set %s: %v", file, err),
+			Hint:   "Check the path (inside a container, it must be mounted).",
+			Advice: codes.AdvicePatchSetPath,
+			Err:    err,
+		}
 	}
 	tooBig := func(n int64) error {
 		return &exit.Error{Code: ExitPatchSetFile, Pos: pos, Msg: fmt.Sprintf("%d bytes; a patch set is at most %d (1 MiB)", n, MaxPatchSetSize), Hint: "Is it the right file?"}

@@ -103,10 +103,23 @@ func readManifest(pkg string) (*Manifest, error) {
 		if err != nil {
 			why = err.Error()
 		}
-		return nil, &exit.Error{Code: ExitManifest, Pos: manifestPath(pkg), Msg: "unreadable (" + why + ")", Hint: "vllm-timings writes it atomically, so something else changed it. Remove it and run again: the markers in the files still tell revert what is ours (only files a user's patch set created need that set again).", Advice: codes.AdviceManifest, Err: err}
+		return nil, &exit.Error{
+			Code: ExitManifest,
+			Pos:  manifestPath(pkg),
+			Msg:  "unreadable (" + why + ")",
+			Hint: "vllm-timings writes it atomically, so something else changed it. Remove it and run again: the markers in the " +
+				"files still tell revert what is ours (only files a user's patch set created need that set again).",
+			Advice: codes.AdviceManifest,
+			Err:    err,
+		}
 	}
 	if m.Format > manifestFormat {
-		return nil, &exit.Error{Code: ExitManifest, Pos: manifestPath(pkg), Msg: fmt.Sprintf("written by a newer vllm-timings (format %d; this one reads %d)", m.Format, manifestFormat), Hint: "Use that version, or remove the file and run again."}
+		return nil, &exit.Error{
+			Code: ExitManifest,
+			Pos:  manifestPath(pkg),
+			Msg:  fmt.Sprintf("written by a newer vllm-timings (format %d; this one reads %d)", m.Format, manifestFormat),
+			Hint: "Use that version, or remove the file and run again.",
+		}
 	}
 	for _, p := range m.paths() {
 		if !strings.HasPrefix(p, "vllm/") || strings.Contains(p, "..") {

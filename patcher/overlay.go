@@ -151,7 +151,9 @@ func (s *Session) ApplyOverlay(dir string) (*OverlayResult, error) {
 		// and their edits in files no set writes would keep running.
 		return nil, &exit.Error{
 			Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), edit.LegacyTag),
-			Hint: "An overlay cannot take their edits over: take them over in place where the package is writable (in the image build, for example), or use an image without them. Nothing was changed.", Advice: codes.AdviceTakeOverInPlace,
+			Hint: "An overlay cannot take their edits over: take them over in place where the package is writable (in the image " +
+				"build, for example), or use an image without them. Nothing was changed.",
+			Advice: codes.AdviceTakeOverInPlace,
 		}
 	}
 	p, err := s.Plan()
@@ -262,7 +264,9 @@ func checkOverlayDir(dir, is string, inst *Install) (string, error) {
 		if len(foreign) > 5 {
 			foreign = append(foreign[:5], "...")
 		}
-		return "", errorf(ExitOverlay, "%s %s holds files vllm-timings did not write (%s). The overlay directory goes first on PYTHONPATH, where any module in it shadows an installed one, so it must hold nothing else. Use an empty or new directory; an existing sitecustomize elsewhere on sys.path keeps running (the overlay's chains to it). Nothing was changed.",
+		return "", errorf(ExitOverlay, "%s %s holds files vllm-timings did not write (%s). The overlay directory goes first on PYTHONPATH, where any "+
+			"module in it shadows an installed one, so it must hold nothing else. Use an empty or new directory; an "+
+			"existing sitecustomize elsewhere on sys.path keeps running (the overlay's chains to it). Nothing was changed.",
 			is, dir, strings.Join(foreign, ", "))
 	}
 	return abs, nil

@@ -538,7 +538,12 @@ func chooseIn(part string, user, embedded []*spec.PatchSet, snap snapshot, m *Ma
 		chosen, how := fit[0], ""
 		if len(differ) > 0 {
 			if !fit[0].Set.Embedded {
-				c.Err = &exit.Error{Code: ExitDisagree, Msg: fmt.Sprintf("your patch sets %q (%s) and %q (%s) both fit this vLLM but would write different files", fit[0].Set.Name, fit[0].Set.Source, differ[0].Set.Name, differ[0].Set.Source), Hint: "Use only one of them, or make one's anchors specific to the version it was written for.", Advice: codes.AdviceOneUserSet}
+				c.Err = &exit.Error{
+					Code:   ExitDisagree,
+					Msg:    fmt.Sprintf("your patch sets %q (%s) and %q (%s) both fit this vLLM but would write different files", fit[0].Set.Name, fit[0].Set.Source, differ[0].Set.Name, differ[0].Set.Source),
+					Hint:   "Use only one of them, or make one's anchors specific to the version it was written for.",
+					Advice: codes.AdviceOneUserSet,
+				}
 				c.Why = "your patch sets disagree"
 				return c
 			}
@@ -552,7 +557,13 @@ func chooseIn(part string, user, embedded []*spec.PatchSet, snap snapshot, m *Ma
 				if part != spec.DefaultPart {
 					what = " for " + PartLabel(part)
 				}
-				c.Err = &exit.Error{Code: ExitLayouts, Msg: fmt.Sprintf("this vLLM holds the files of %d layouts%s, and each fits its own embedded patch set:\n%s\nOne layout is vLLM's; the other's files were left by an upgrade or a copy, and nothing (no vllm-timings markers, no manifest, no *.dist-info/RECORD) tells which", len(fit), what, strings.Join(lines, "\n")), Hint: "Remove the stale files (the layout your vLLM version does not have; ../shared docs list them), or reinstall vLLM. status and revert still work. Nothing was changed."}
+				c.Err = &exit.Error{
+					Code: ExitLayouts,
+					Msg: fmt.Sprintf("this vLLM holds the files of %d layouts%s, and each fits its own embedded patch set:\n%s\nOne layout is "+
+						"vLLM's; the other's files were left by an upgrade or a copy, and nothing (no vllm-timings markers, no "+
+						"manifest, no *.dist-info/RECORD) tells which", len(fit), what, strings.Join(lines, "\n")),
+					Hint: "Remove the stale files (the layout your vLLM version does not have; ../shared docs list them), or reinstall vLLM. status and revert still work. Nothing was changed.",
+				}
 				c.Why = fmt.Sprintf("the files of %d layouts are there, and nothing tells which is installed", len(fit))
 				return c
 			}

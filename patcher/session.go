@@ -279,7 +279,12 @@ func (s *Session) legacyError(verb string) error {
 		return nil
 	}
 	if s.legacyErr != nil {
-		return &exit.Error{Code: ExitLegacy, Msg: fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q), and vllm-timings cannot undo them exactly: %v", strings.Join(s.legacy, ", "), edit.LegacyTag, s.legacyErr), Hint: fmt.Sprintf("Reinstall vLLM (or restore these files from its wheel), then run %s again. Nothing was changed.", verb), Err: s.legacyErr}
+		return &exit.Error{
+			Code: ExitLegacy,
+			Msg:  fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q), and vllm-timings cannot undo them exactly: %v", strings.Join(s.legacy, ", "), edit.LegacyTag, s.legacyErr),
+			Hint: fmt.Sprintf("Reinstall vLLM (or restore these files from its wheel), then run %s again. Nothing was changed.", verb),
+			Err:  s.legacyErr,
+		}
 	}
 	if s.opts.TakeOver {
 		return nil
@@ -289,9 +294,11 @@ func (s *Session) legacyError(verb string) error {
 		advice = codes.AdviceTakeOverRevert
 	}
 	return &exit.Error{
-		Code:   ExitLegacy,
-		Msg:    fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), edit.LegacyTag),
-		Hint:   "Patching beside them would run both, and theirs would overwrite these timings. Options.TakeOver removes their edits exactly (giving vLLM's own files back) first. Stop running the old script before vllm serve. Nothing was changed.",
+		Code: ExitLegacy,
+		Msg:  fmt.Sprintf("the older patch_timings scripts edited %s (lines marked %q)", strings.Join(s.legacy, ", "), edit.LegacyTag),
+		Hint: "Patching beside them would run both, and theirs would overwrite these timings. Options.TakeOver removes their " +
+			"edits exactly (giving vLLM's own files back) first. Stop running the old script before vllm serve. Nothing " +
+			"was changed.",
 		Advice: advice,
 	}
 }
@@ -501,7 +508,12 @@ func (s *Session) revertChanges(skip map[string]bool) ([]write.Change, error) {
 		}
 		orig, had, err := edit.Strip(st.Data)
 		if err != nil {
-			return nil, &exit.Error{Code: ExitModified, Pos: rel, Msg: err.Error(), Hint: "Something other than vllm-timings edited this file, so revert will not guess; reinstall vLLM or restore the file. Nothing was changed."}
+			return nil, &exit.Error{
+				Code: ExitModified,
+				Pos:  rel,
+				Msg:  err.Error(),
+				Hint: "Something other than vllm-timings edited this file, so revert will not guess; reinstall vLLM or restore the file. Nothing was changed.",
+			}
 		}
 		if had || !bytes.Equal(st.Data, s.snap[rel].Data) {
 			edits = append(edits, s.change(rel, orig, st.Mode))

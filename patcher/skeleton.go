@@ -99,7 +99,11 @@ func (d *Diagnosis) Skeleton(c *SetPlan) ([]byte, error) {
 				if a.ScopeMissing {
 					what = "defs and classes"
 				}
-				note = append(note, "Closest "+what+" (line: text [in]); pick the one this "+map[bool]string{true: "require", false: "edit"}[a.Require]+" belongs at,", "read the code around it, and change in/after/match below to select it:")
+				kind := "edit"
+				if a.Require {
+					kind = "require"
+				}
+				note = append(note, "Closest "+what+" (line: text [in]); pick the one this "+kind+" belongs at,", "read the code around it, and change in/after/match below to select it:")
 				for _, cand := range a.Candidates {
 					in := ""
 					if cand.In != "" {

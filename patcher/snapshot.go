@@ -89,7 +89,11 @@ func checkInside(pkgReal, pkg, abs, rel string) error {
 		return &exit.Error{Code: ExitFS, Pos: rel, Msg: err.Error(), Err: err}
 	}
 	if real != pkgReal && !strings.HasPrefix(real, pkgReal+string(filepath.Separator)) {
-		return &exit.Error{Code: ExitFS, Msg: fmt.Sprintf("refusing %s: it is a symlink that leads to %s, outside the vllm package %s", rel, real, pkgReal), Hint: "vllm-timings writes only inside the package; replace the link with a regular file."}
+		return &exit.Error{
+			Code: ExitFS,
+			Msg:  fmt.Sprintf("refusing %s: it is a symlink that leads to %s, outside the vllm package %s", rel, real, pkgReal),
+			Hint: "vllm-timings writes only inside the package; replace the link with a regular file.",
+		}
 	}
 	return nil
 }

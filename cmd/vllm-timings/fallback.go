@@ -70,7 +70,8 @@ const fallbackUsage = `auto: for the endpoints no patch set fits (all of them wh
 func (fo *fallbackOptions) register(cmd *cobra.Command) {
 	fo.mode = fallbackMode(fallback.Auto)
 	cmd.Flags().Var(&fo.mode, "fallback", fallbackUsage)
-	cmd.Flags().StringVar(&fo.dir, "fallback-dir", "", "where to write the fallback's module (default: the --overlay directory, else a directory of this user's under $XDG_RUNTIME_DIR or the temporary directory)")
+	cmd.Flags().StringVar(&fo.dir, "fallback-dir", "", "where to write the fallback's module (default: the --overlay directory, else a directory of this user's under "+
+		"$XDG_RUNTIME_DIR or the temporary directory)")
 }
 
 // fallbackEnv sets --fallback when the flag is not given. The generated
@@ -277,6 +278,7 @@ func fallbackNote(vllmDir string, endpoints []string) string {
 	default:
 		what = "from the API server's clock on streams (this vLLM gives stat loggers no request ids); full responses get none"
 	}
-	return fmt.Sprintf("fallback: started through \"vllm-timings exec\", as the generated entries are, vLLM gets timings for %s from vllm-timings' middleware (its --middleware option; no vLLM file edited), %s",
+	return fmt.Sprintf("fallback: started through \"vllm-timings exec\", as the generated entries are, vLLM gets timings for %s from "+
+		"vllm-timings' middleware (its --middleware option; no vLLM file edited), %s",
 		strings.Join(endpoints, ", "), what)
 }

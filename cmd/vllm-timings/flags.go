@@ -20,13 +20,17 @@ type vllmFlags struct {
 }
 
 func (f *vllmFlags) register(cmd *cobra.Command) {
-	cmd.Flags().Var(&nonEmpty{&f.vllmDir, "pass the vllm package directory, or leave the flag out to search for vLLM"}, "vllm-dir", "the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
-	cmd.Flags().Var(&nonEmpty{&f.vllmBin, "pass the vllm program the server runs, or leave the flag out to use the vllm on $PATH"}, "vllm-bin", "the vllm program the server runs (for example /opt/venv/bin/vllm): vLLM is looked for where its interpreter keeps its packages (default: the vllm on $PATH)")
+	cmd.Flags().Var(&nonEmpty{&f.vllmDir, "pass the vllm package directory, or leave the flag out to search for vLLM"}, "vllm-dir",
+		"the vllm package directory, or the site-packages directory holding it (default: $VLLM_DIR, then a search)")
+	cmd.Flags().Var(&nonEmpty{&f.vllmBin, "pass the vllm program the server runs, or leave the flag out to use the vllm on $PATH"}, "vllm-bin",
+		"the vllm program the server runs (for example /opt/venv/bin/vllm): vLLM is looked for where its interpreter "+
+			"keeps its packages (default: the vllm on $PATH)")
 	cmd.Flags().StringArrayVar(&f.patchsets, "patchset", nil, "an extra patch set (.hcl), tried before the embedded ones; repeatable")
 }
 
 // allPartsUsage is --all-parts, on the commands that plan what apply writes.
-const allPartsUsage = "write nothing (exit 29) unless every part this vLLM serves fits a patch set; without it a /v1/responses or /v1/messages that fits none is left without timings, named in a warning, and the parts that fit are applied"
+const allPartsUsage = "write nothing (exit 29) unless every part this vLLM serves fits a patch set; without it a /v1/responses or " +
+	"/v1/messages that fits none is left without timings, named in a warning, and the parts that fit are applied"
 
 // registerLock adds --lock-wait to commands that write.
 func (f *vllmFlags) registerLock(cmd *cobra.Command) {

@@ -156,12 +156,14 @@ vllm-timings exec, with no shell: the arguments after -- follow it. With
 	mf := model.Flags()
 	mf.StringVar(&mopts.Model.Image, "image", "", "Docker `image` of vLLM (required)")
 	mf.StringVar(&mopts.Model.Docker, "docker", "docker", "docker (or podman) `executable` llama-swap runs")
-	mf.StringArrayVar(&mopts.Model.ExtraDockerArgs, "docker-arg", nil, "one more docker run `word`, e.g. --docker-arg=--gpus=all (repeatable); one that sets --shm-size or --ipc replaces the default "+nixgen.DefaultShm)
+	mf.StringArrayVar(&mopts.Model.ExtraDockerArgs, "docker-arg", nil, "one more docker run `word`, e.g. --docker-arg=--gpus=all (repeatable); one that sets --shm-size or --ipc "+
+		"replaces the default "+nixgen.DefaultShm)
 	mf.StringArrayVar(&mopts.Env, "env", nil, "container environment `NAME=VALUE`, or NAME to pass llama-swap's own value through (repeatable)")
 	mf.StringArrayVar(&mopts.Model.Before, "before", nil, "a bash `statement` run in the container before the patcher, e.g. 'set -e' (repeatable, in order)")
 	mf.StringVar(&mopts.Model.Publish, "publish", "", "the docker run -p `mapping`; must publish ${PORT} (default \""+nixgen.DefaultPublish+"\")")
 	mf.StringArrayVar(&mopts.Model.Entrypoint, "entrypoint", nil, "one `word` of the image's own entrypoint, run through vllm-timings exec (repeatable, in order)")
-	mf.StringVar(&mopts.Model.Overlay, "overlay", "", "a writable `dir` (a tmpfs in the container) for the patched copies: vLLM's files are left alone, for --read-only or a non-root --user; runs vllm-timings exec --overlay DIR")
+	mf.StringVar(&mopts.Model.Overlay, "overlay", "", "a writable `dir` (a tmpfs in the container) for the patched copies: vLLM's files are left alone, for "+
+		"--read-only or a non-root --user; runs vllm-timings exec --overlay DIR")
 	mf.StringVar(&mopts.Model.Venv, "venv", "", "a host virtualenv `dir` holding bin/vllm: run vLLM there, without Docker")
 	mf.StringArrayVar(&mopts.Macros, "macro", nil, "llama-swap macro `NAME=VALUE` that arguments may use as ${NAME} (repeatable)")
 

@@ -91,7 +91,10 @@ Exit codes:
 	}
 	o.register(cmd)
 	o.onFailure = "abort"
-	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem but a /v1/responses or /v1/messages that fits no set (see --all-parts); warn: print it and exit 0 (with nothing changed when chat/completions fit no set, so vLLM starts without timings; with the parts that fit applied when another part's sets disagree or its layouts cannot be told apart)")
+	cmd.Flags().Var(&o.onFailure, "on-failure", "abort: exit non-zero on any problem but a /v1/responses or /v1/messages that fits no set (see --all-parts); "+
+		"warn: print it and exit 0 (with nothing changed when chat/completions fit no set, so vLLM starts without "+
+		"timings; with the parts that fit applied when another part's sets disagree or its layouts cannot be told "+
+		"apart)")
 	cmd.Flags().BoolVar(&o.allParts, "all-parts", false, allPartsUsage)
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "plan and report, write nothing")
 	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "remove the edits of the older patch_timings scripts exactly, then apply (revert then gives vLLM's own files)")
@@ -101,7 +104,8 @@ Exit codes:
 }
 
 func (o *applyOptions) registerOverlay(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.overlay, "overlay", "", "leave vLLM's files alone and write patched copies and a sitecustomize.py import hook into this writable directory, for a read-only or non-root install; Python uses them with the directory first on PYTHONPATH")
+	cmd.Flags().StringVar(&o.overlay, "overlay", "", "leave vLLM's files alone and write patched copies and a sitecustomize.py import hook into this writable "+
+		"directory, for a read-only or non-root install; Python uses them with the directory first on PYTHONPATH")
 }
 
 func applyRun(o *applyOptions) error {
@@ -236,7 +240,8 @@ func warnUnfit(w io.Writer, c *patcher.PartChoice, fallback bool) {
 		logf(w, "warning: %s gets no patch: %s; the parts that fit are applied, and the fallback serves this one. Run \"vllm-timings doctor\" to see what moved", patcher.PartLabel(c.Part), c.Why)
 		return
 	}
-	logf(w, "warning: %s gets no timings: %s; the parts that fit are applied. Run \"vllm-timings doctor\" to see what moved; --all-parts writes nothing unless every part fits", patcher.PartLabel(c.Part), c.Why)
+	logf(w, "warning: %s gets no timings: %s; the parts that fit are applied. Run \"vllm-timings doctor\" to see what "+
+		"moved; --all-parts writes nothing unless every part fits", patcher.PartLabel(c.Part), c.Why)
 }
 
 // applyOverlay is apply --overlay: the tree is read, never written.
@@ -532,7 +537,8 @@ no set is left out with a warning on stderr (--all-parts: exit 29, no diff).
 	}
 	o.register(cmd)
 	cmd.Flags().BoolVar(&o.allParts, "all-parts", false, allPartsUsage)
-	cmd.Flags().StringVar(&o.relativeTo, "relative-to", "site", "where the patch's paths start: site (a/vllm/..., patch -p1 -d SITE_PACKAGES) or package (a/entrypoints/..., patch -p1 -d the vllm directory)")
+	cmd.Flags().StringVar(&o.relativeTo, "relative-to", "site", "where the patch's paths start: site (a/vllm/..., patch -p1 -d SITE_PACKAGES) or package (a/entrypoints/..., "+
+		"patch -p1 -d the vllm directory)")
 	return cmd
 }
 

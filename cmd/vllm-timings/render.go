@@ -33,13 +33,17 @@ func logf(w io.Writer, format string, args ...any) {
 // advice words each remedy a package names (exit.Error.Advice) with the
 // command's flags; it takes the place of the error's own Hint.
 var advice = map[exit.Advice]string{
-	codes.AdviceOverlay:         "The vllm package is read-only here. Pass --overlay DIR (apply --overlay or exec --overlay, DIR a writable directory) to leave vLLM's files alone and write patched copies there, run vllm-timings where the package is writable (inside the container, before exec vllm serve, as the image's user), or use --on-failure warn to start without timings. Nothing was changed.",
-	codes.AdviceLockWait:        "A held flock means a live process (the lock dies with its holder): wait for it to finish, or raise --lock-wait. Nothing was changed.",
-	codes.AdviceTakeOverApply:   takeOver("apply", "applies"),
-	codes.AdviceTakeOverRevert:  takeOver("revert", "reverts"),
-	codes.AdviceTakeOverInPlace: "An overlay cannot take their edits over: run \"vllm-timings apply --take-over\" where the package is writable (in the image build, for example), or use an image without them. Nothing was changed.",
-	codes.AdviceOneUserSet:      "Pass only one of them with --patchset, or make one's anchors specific to the version it was written for.",
-	codes.AdviceSeparateParts:   "Sets of different parts must edit different files; move the edits of one part into its own file, or remove the set you passed with --patchset. Nothing was changed.",
+	codes.AdviceOverlay: "The vllm package is read-only here. Pass --overlay DIR (apply --overlay or exec --overlay, DIR a writable " +
+		"directory) to leave vLLM's files alone and write patched copies there, run vllm-timings where the package is " +
+		"writable (inside the container, before exec vllm serve, as the image's user), or use --on-failure warn to " +
+		"start without timings. Nothing was changed.",
+	codes.AdviceLockWait:       "A held flock means a live process (the lock dies with its holder): wait for it to finish, or raise --lock-wait. Nothing was changed.",
+	codes.AdviceTakeOverApply:  takeOver("apply", "applies"),
+	codes.AdviceTakeOverRevert: takeOver("revert", "reverts"),
+	codes.AdviceTakeOverInPlace: "An overlay cannot take their edits over: run \"vllm-timings apply --take-over\" where the package is writable " +
+		"(in the image build, for example), or use an image without them. Nothing was changed.",
+	codes.AdviceOneUserSet:    "Pass only one of them with --patchset, or make one's anchors specific to the version it was written for.",
+	codes.AdviceSeparateParts: "Sets of different parts must edit different files; move the edits of one part into its own file, or remove the set you passed with --patchset. Nothing was changed.",
 	codes.AdviceFindVLLM: "Pass --vllm-bin PROGRAM (the vllm the server runs, for example /opt/venv/bin/vllm), " +
 		"--vllm-dir DIR (the vllm package directory, or the site-packages directory that holds it), or set VLLM_DIR.",
 	codes.AdviceVLLMBin:      "Pass the vllm program the server runs (for example /opt/venv/bin/vllm) with --vllm-bin, or the package with --vllm-dir.",
@@ -49,11 +53,15 @@ var advice = map[exit.Advice]string{
 	codes.AdviceAnchorMissing: "This vLLM differs from the one the patch set was written for: run \"vllm-timings patchsets\" to see what each set covers, " +
 		"or adapt the anchor and pass your patch set with --patchset.",
 	codes.AdviceRequireMissing: "The set is for vLLMs that have this statement; this one does not, so another set (or your own, --patchset) has to fit it.",
-	codes.AdviceManifest:       "vllm-timings writes it atomically, so something else changed it. Remove it and run the command again: the markers in the files still tell revert what is ours (only files a --patchset created need that --patchset again).",
+	codes.AdviceManifest: "vllm-timings writes it atomically, so something else changed it. Remove it and run the command again: the " +
+		"markers in the files still tell revert what is ours (only files a --patchset created need that --patchset " +
+		"again).",
 }
 
 func takeOver(verb, does string) string {
-	return fmt.Sprintf("Patching beside them would run both, and theirs would overwrite these timings. Run \"vllm-timings %s --take-over\": it removes their edits exactly (giving vLLM's own files back) and then %s. Stop running the old script before vllm serve. Nothing was changed.", verb, does)
+	return fmt.Sprintf("Patching beside them would run both, and theirs would overwrite these timings. Run \"vllm-timings %s "+
+		"--take-over\": it removes their edits exactly (giving vLLM's own files back) and then %s. Stop running the "+
+		"old script before vllm serve. Nothing was changed.", verb, does)
 }
 
 // errorText is err as the command prints it: a patch set error's
@@ -69,22 +77,26 @@ func errorText(err error) string {
 	)
 	switch {
 	case errors.As(err, &invalid):
-		return renderDiagnostics(invalid.Diagnostics, invalid.Files) + program + `: the patch set above is invalid; fix the lines shown. "vllm-timings patchsets --help" describes the language, and "vllm-timings patchsets --print openai-packages" prints a set that works.`
+		return renderDiagnostics(invalid.Diagnostics, invalid.Files) + program + `: the patch set above is invalid; fix the lines shown. "vllm-timings patchsets --help" describes the ` +
+			`language, and "vllm-timings patchsets --print openai-packages" prints a set that works.`
 	case errors.As(err, &noFit) && noFit.Closest == nil:
 		var need []string
 		for _, n := range noFit.Needs {
 			need = append(need, fmt.Sprintf("  %s needs %s", n.Set, strings.Join(n.Files, ", ")))
 		}
-		return fmt.Sprintf("vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass it with --patchset (see \"vllm-timings patchsets\" and \"vllm-timings doctor\").",
+		return fmt.Sprintf("vLLM %s at %s has a layout no patch set knows:\n%s\nIf this is a new vLLM, write a patch set for it and pass "+
+			"it with --patchset (see \"vllm-timings patchsets\" and \"vllm-timings doctor\").",
 			noFit.Install.Version, noFit.Install.Dir, strings.Join(need, "\n"))
 	case errors.As(err, &noFit):
-		return renderDiagnostics(noFit.Diagnostics, noFit.Files) + fmt.Sprintf(program+`: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%s). Nothing was changed. Run "vllm-timings doctor" for the closest lines and a patch set to adapt.`,
+		return renderDiagnostics(noFit.Diagnostics, noFit.Files) + fmt.Sprintf(program+`: no patch set fits vLLM %s at %s; the closest, %q, fails as shown above (%s). Nothing was changed. Run `+
+			`"vllm-timings doctor" for the closest lines and a patch set to adapt.`,
 			noFit.Install.Version, noFit.Install.Dir, noFit.Closest.Name, patcher.Plural(len(noFit.Diagnostics), "problem"))
 	case errors.As(err, &partial):
 		var b strings.Builder
 		for _, p := range partial.Parts {
 			b.WriteString(renderDiagnostics(p.Diagnostics, partial.Files))
-			fmt.Fprintf(&b, program+": no patch set fits %s on vLLM %s; the closest, %q, fails as shown above (%s).\n", patcher.PartLabel(p.Part), partial.Install.Version, p.Closest.Name, patcher.Plural(len(p.Diagnostics), "problem"))
+			fmt.Fprintf(&b, program+": no patch set fits %s on vLLM %s; the closest, %q, fails as shown above (%s).\n",
+				patcher.PartLabel(p.Part), partial.Install.Version, p.Closest.Name, patcher.Plural(len(p.Diagnostics), "problem"))
 		}
 		verb := "does"
 		if len(partial.Parts) > 1 {

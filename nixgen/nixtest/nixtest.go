@@ -143,7 +143,8 @@ func NixpkgsLib(t testing.TB) string {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("%s is not set and %s is missing, and CI=true requires nixpkgs' lib; .ci/run sets %s", LibEnv, dir, LibEnv)
 			}
-			testtree.Skipf(t, "nixpkgs' lib ($"+LibEnv+" or ../shared/nixpkgs-lib)", "SKIPPED: %s is not set and %s is missing, so nothing was evaluated with nixpkgs' lib (with CI=true this fails)", LibEnv, dir)
+			testtree.Skipf(t, "nixpkgs' lib ($"+LibEnv+" or ../shared/nixpkgs-lib)",
+				"SKIPPED: %s is not set and %s is missing, so nothing was evaluated with nixpkgs' lib (with CI=true this fails)", LibEnv, dir)
 		}
 	}
 	dir, err := filepath.Abs(dir)

@@ -36,7 +36,8 @@ const (
 // docs/reliability.md show them.
 func Table() exit.Table {
 	return exit.NewTable(
-		exit.Entry{Code: exit.OK, Meaning: "success, also \"already patched\", a served `/v1/responses` or `/v1/messages` that fits no patch set (the parts that fit applied, a warning naming it) and any problem under `--on-failure warn`"},
+		exit.Entry{Code: exit.OK, Meaning: "success, also \"already patched\", a served `/v1/responses` or `/v1/messages` that fits no patch set (the " +
+			"parts that fit applied, a warning naming it) and any problem under `--on-failure warn`"},
 		exit.Entry{Code: exit.Internal, Meaning: "internal error"},
 		exit.Entry{Code: exit.Usage, Meaning: "command-line usage error"},
 		exit.Entry{Code: NotFound, Meaning: "vLLM not found, or its layout matches no patch set"},
@@ -46,14 +47,16 @@ func Table() exit.Table {
 		exit.Entry{Code: FS, Meaning: "cannot write: read-only or missing directory, permissions, a symlink out of the package"},
 		exit.Entry{Code: Disagree, Meaning: "several of your `--patchset` sets fit and disagree"},
 		exit.Entry{Code: Modified, Meaning: "files changed in a way no patch set explains (broken markers, a foreign file)"},
-		exit.Entry{Code: Partial, Meaning: "`--all-parts`: chat/completions fit, but `/v1/responses` or `/v1/messages`, which this vLLM serves, fits no patch set: nothing written (without `--all-parts` the parts that fit are applied, exit 0)"},
+		exit.Entry{Code: Partial, Meaning: "`--all-parts`: chat/completions fit, but `/v1/responses` or `/v1/messages`, which this vLLM serves, fits no " +
+			"patch set: nothing written (without `--all-parts` the parts that fit are applied, exit 0)"},
 		exit.Entry{Code: Locked, Meaning: "another vllm-timings run holds the lock (`vllm/.vllm-timings.lock`) longer than `--lock-wait`"},
 		exit.Entry{Code: Compile, Meaning: "the patched code would not compile; nothing was written"},
 		exit.Entry{Code: Legacy, Meaning: "the tree holds edits of the older `patch_timings` scripts; `apply --take-over` replaces them"},
 		exit.Entry{Code: PatchSetFile, Meaning: "a `--patchset` file is not a regular file (a device, a FIFO, a directory) or is larger than 1 MiB"},
 		exit.Entry{Code: Manifest, Meaning: "`vllm/.vllm-timings.json` is unreadable or written by a newer vllm-timings"},
 		exit.Entry{Code: Layouts, Meaning: "files of several vLLM layouts exist and nothing tells which one is installed"},
-		exit.Entry{Code: VLLMBin, Meaning: "`--vllm-bin` (or `exec`'s `vllm` command) leads to no vLLM: no such program, not a Python console script, a missing `#!` interpreter, or no `vllm` in its site-packages"},
+		exit.Entry{Code: VLLMBin, Meaning: "`--vllm-bin` (or `exec`'s `vllm` command) leads to no vLLM: no such program, not a Python console script, a " +
+			"missing `#!` interpreter, or no `vllm` in its site-packages"},
 		exit.Entry{Code: Overlay, Meaning: "`--overlay DIR` cannot be used: not writable, not a directory, inside the vllm package, `:` in the path, or holding files the overlay did not write"},
 		exit.Entry{Code: NotExecutable, Meaning: "`exec`: COMMAND was found but cannot be executed"},
 		exit.Entry{Code: CommandNotFound, Meaning: "`exec`: COMMAND was not found (or its `#!` interpreter is missing)"},

@@ -110,7 +110,8 @@ func (c Check) Run(files []Input) error {
 		return nil
 	}
 	sort.Strings(problems)
-	return exit.Errorf(codes.Compile, "the patched code would not compile:\n  %s\nThe patch set's code is at fault (an unclosed bracket or string, a bad indentation): fix the code of the edit that inserts it. Nothing was written.", strings.Join(capList(problems, 20), "\n  "))
+	return exit.Errorf(codes.Compile, "the patched code would not compile:\n  %s\nThe patch set's code is at fault (an unclosed bracket or string, a "+
+		"bad indentation): fix the code of the edit that inserts it. Nothing was written.", strings.Join(capList(problems, 20), "\n  "))
 }
 
 type pyErr struct {

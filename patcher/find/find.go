@@ -160,14 +160,25 @@ func fromDir(dir, via string) (*Install, error) {
 		case !errors.Is(err, fs.ErrNotExist):
 			msg = err.Error()
 		}
-		return nil, &exit.Error{Code: codes.NotFound, Pos: via + " " + dir, Msg: msg, Hint: "Pass the vllm package directory (it holds __init__.py and entrypoints/) or the site-packages directory above it.", Err: err}
+		return nil, &exit.Error{
+			Code: codes.NotFound,
+			Pos:  via + " " + dir,
+			Msg:  msg,
+			Hint: "Pass the vllm package directory (it holds __init__.py and entrypoints/) or the site-packages directory above it.",
+			Err:  err,
+		}
 	}
 	pkg := abs
 	if filepath.Base(abs) != "vllm" || !isPackage(abs) {
 		if isPackage(filepath.Join(abs, "vllm")) {
 			pkg = filepath.Join(abs, "vllm")
 		} else if filepath.Base(abs) != "vllm" {
-			return nil, &exit.Error{Code: codes.NotFound, Pos: via + " " + dir, Msg: "not a vllm package (no vllm/__init__.py inside, and the directory is not named vllm)", Hint: "Pass the vllm package directory or the site-packages directory above it."}
+			return nil, &exit.Error{
+				Code: codes.NotFound,
+				Pos:  via + " " + dir,
+				Msg:  "not a vllm package (no vllm/__init__.py inside, and the directory is not named vllm)",
+				Hint: "Pass the vllm package directory or the site-packages directory above it.",
+			}
 		}
 	}
 	return &Install{Dir: pkg, Root: filepath.Dir(pkg), Version: readVersion(pkg), Via: via}, nil

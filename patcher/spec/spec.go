@@ -209,7 +209,8 @@ func convert(r rawPatchSet, filename string) (*PatchSet, hcl.Diagnostics) {
 	if ps.Part == "" {
 		ps.Part = DefaultPart
 	} else if !nameRE.MatchString(ps.Part) {
-		errAt(r.DefRange, "Invalid part", fmt.Sprintf("part = %q in patch set %q: a part is a lower-case name, for example \"responses\" (leave it out for /v1/chat/completions and /v1/completions).", r.Part, r.Name))
+		errAt(r.DefRange, "Invalid part", fmt.Sprintf("part = %q in patch set %q: a part is a lower-case name, for example \"responses\" (leave it out for "+
+			"/v1/chat/completions and /v1/completions).", r.Part, r.Name))
 	}
 	if len(r.Files) == 0 {
 		errAt(r.DefRange, "Empty patch set", "Add at least one file block: file \"vllm/...\" { edit \"name\" { ... } }.")
@@ -218,7 +219,8 @@ func convert(r rawPatchSet, filename string) (*PatchSet, hcl.Diagnostics) {
 	for _, rf := range r.Files {
 		f := File{Path: rf.Path, Create: rf.Create, Range: rf.DefRange}
 		if p := path.Clean(rf.Path); p != rf.Path || !strings.HasPrefix(p, "vllm/") || strings.Contains(p, "..") || filepath.IsAbs(p) {
-			errAt(rf.DefRange, "Invalid file path", fmt.Sprintf("%q: a target is a clean relative path inside the vllm package, starting with \"vllm/\", for example \"vllm/entrypoints/openai/serving_chat.py\".", rf.Path))
+			errAt(rf.DefRange, "Invalid file path", fmt.Sprintf("%q: a target is a clean relative path inside the vllm package, starting with \"vllm/\", for example "+
+				"\"vllm/entrypoints/openai/serving_chat.py\".", rf.Path))
 		}
 		if seenFile[rf.Path] {
 			errAt(rf.DefRange, "Duplicate file block", fmt.Sprintf("%q appears twice in patch set %q; put all its edits in one file block.", rf.Path, r.Name))

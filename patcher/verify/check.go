@@ -308,7 +308,8 @@ func checkTimings(in checkInput) (Timings, []Finding) {
 	if ok1 && ok2 {
 		limit := in.wallMS + wallAbsMS + wallRelTol*in.wallMS
 		if sum := pms + dms; sum > limit {
-			add(CheckWallTime, "prompt_ms + predicted_ms = %s ms, longer than the %s ms the client waited for the whole response: the server measures an interval it did not spend on this request (mixed clocks or timestamps of another request?)",
+			add(CheckWallTime, "prompt_ms + predicted_ms = %s ms, longer than the %s ms the client waited for the whole response: the server "+
+				"measures an interval it did not spend on this request (mixed clocks or timestamps of another request?)",
 				formatNum(sum), formatNum(in.wallMS))
 		}
 	}

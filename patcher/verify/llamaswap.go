@@ -94,7 +94,8 @@ type activityRow struct {
 func (s *swap) rows(ctx context.Context, query string) ([]activityRow, error) {
 	what := "GET " + s.api.base + activityPath
 	tooOld := func(format string, args ...any) error {
-		return errorf(ExitLlamaSwapAPI, nil, "%s: %s; --llama-swap needs a llama-swap whose activity API has per-request tokens, speeds and durations (check the URL, or upgrade llama-swap)", what, fmt.Sprintf(format, args...))
+		return errorf(ExitLlamaSwapAPI, nil, "%s: %s; --llama-swap needs a llama-swap whose activity API has per-request tokens, speeds and durations "+
+			"(check the URL, or upgrade llama-swap)", what, fmt.Sprintf(format, args...))
 	}
 	resp, err := s.api.do(ctx, http.MethodGet, activityPath+query, nil)
 	if err != nil {
@@ -297,7 +298,8 @@ func predictSwap(t Timings, metrics map[string]any) (notes, fails []Finding) {
 	if hasTTFT {
 		pps := float64(truth.Input-max(truth.Cached, 0)) * 1000 / ttft
 		if !approx(pps, truth.PromptPerSecond) {
-			what = append(what, fmt.Sprintf("a prompt speed of (prompt_n - cache_n) / time_to_first_token_ms = (%d - %d) / %s ms = %s t/s instead of %s: it subtracts the cached tokens, which prompt_n already leaves out, a second time",
+			what = append(what, fmt.Sprintf("a prompt speed of (prompt_n - cache_n) / time_to_first_token_ms = (%d - %d) / %s ms = %s t/s instead of %s: "+
+				"it subtracts the cached tokens, which prompt_n already leaves out, a second time",
 				truth.Input, truth.Cached, formatNum(ttft), formatNum(pps), formatNum(truth.PromptPerSecond)))
 		}
 	}

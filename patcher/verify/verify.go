@@ -435,7 +435,8 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 		case st.timingsLine < 0:
 			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, fmt.Sprintf("no data: line of the stream (%d events) carries timings%s", len(st.events), missingHint(rq))})
 		case st.swapLine != st.timingsLine:
-			res.Failures = append(res.Failures, Finding{CheckLlamaSwapLine, fmt.Sprintf("timings are on event %d but event %d, later, carries usage without timings: llama-swap reads only the last event with usage or timings, so it would show no speeds",
+			res.Failures = append(res.Failures, Finding{CheckLlamaSwapLine, fmt.Sprintf("timings are on event %d but event %d, later, carries usage without timings: llama-swap reads only the last "+
+				"event with usage or timings, so it would show no speeds",
 				st.timingsLine+1, st.swapLine+1)})
 		}
 		if st.timingsLine >= 0 {
@@ -469,7 +470,9 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 			in.nonStandard = nonStandard
 		} else if res.Source == "none" {
 			res.Notes = append(res.Notes, Finding{NoteFallbackNoSource, "no timings: vllm-timings' fallback serves " + rq.Path +
-				" here, and this server keeps no engine stats it can match to a full response (--disable-log-stats, or a vLLM before 0.20); a full response's split into prompt and generation time is not guessed, so llama-swap shows its row from usage, without speeds"})
+				" here, and this server keeps no engine stats it can match to a full response (--disable-log-stats, or a vLLM " +
+				"before 0.20); a full response's split into prompt and generation time is not guessed, so llama-swap shows its " +
+				"row from usage, without speeds"})
 		} else {
 			res.Failures = append(res.Failures, Finding{CheckTimingsMissing, "the response has no timings" + missingHint(rq)})
 		}
@@ -499,7 +502,8 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 			u := *res.Usage
 			u.CachedTokens = nil
 			in.usage = &u
-			res.Notes = append(res.Notes, Finding{NoteOnePromptCached, fmt.Sprintf("usage.prompt_tokens_details.cached_tokens (%d) counts one prompt of %d (vLLM does so); cache_n is not compared with it", *res.Usage.CachedTokens, rq.Prompts)})
+			res.Notes = append(res.Notes, Finding{NoteOnePromptCached, fmt.Sprintf("usage.prompt_tokens_details.cached_tokens (%d) counts one prompt of %d (vLLM does so); cache_n is not "+
+				"compared with it", *res.Usage.CachedTokens, rq.Prompts)})
 		}
 		var fails []Finding
 		res.parsed, fails = checkTimings(in)
@@ -518,7 +522,8 @@ func send(ctx context.Context, c *client, rq Request, model string) (*Result, er
 func missingHint(rq Request) string {
 	switch rq.Endpoint {
 	case EndpointResponses, EndpointMessages:
-		return fmt.Sprintf(" (not patched; or apply left %s out, which \"vllm-timings status\" shows per endpoint; or vLLM runs with --disable-log-stats, which leaves the patch no per-request stats)", rq.Path)
+		return fmt.Sprintf(" (not patched; or apply left %s out, which \"vllm-timings status\" shows per endpoint; or vLLM runs with "+
+			"--disable-log-stats, which leaves the patch no per-request stats)", rq.Path)
 	}
 	return " (not patched, or vLLM runs with --disable-log-stats, which leaves the patch no per-request stats)"
 }

@@ -192,7 +192,12 @@ func Commit(t Txn) (warnings []string, err error) {
 		}
 		if undone {
 			cleanup()
-			return nil, &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: "The files already written were restored; nothing was changed. Check that the vllm package directory is writable and has space.", Err: err}
+			return nil, &exit.Error{
+				Code: codes.FS,
+				Msg:  fmt.Sprintf("writing %s failed: %v", s.Rel, err),
+				Hint: "The files already written were restored; nothing was changed. Check that the vllm package directory is writable and has space.",
+				Err:  err,
+			}
 		}
 		// Keep the staged originals a later step could not use back: the
 		// next run needs no file of ours, but a person might.
@@ -203,7 +208,13 @@ func Commit(t Txn) (warnings []string, err error) {
 			}
 		}
 		cleanupExcept(keep)
-		return nil, &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("writing %s failed: %v", s.Rel, err), Hint: fmt.Sprintf("Every file is whole and every import resolves, but the run is only partly undone; %s records it as interrupted, and the next apply or revert finishes it (status shows it).", manifest), Err: errors.Join(ErrInterrupted, err)}
+		return nil, &exit.Error{
+			Code: codes.FS,
+			Msg:  fmt.Sprintf("writing %s failed: %v", s.Rel, err),
+			Hint: fmt.Sprintf("Every file is whole and every import resolves, but the run is only partly undone; %s records it as "+
+				"interrupted, and the next apply or revert finishes it (status shows it).", manifest),
+			Err: errors.Join(ErrInterrupted, err),
+		}
 	}
 
 	// 4. Committed.
@@ -358,7 +369,8 @@ func DropPycache(abs string) []string {
 	var warnings []string
 	for _, m := range matches {
 		if err := RemoveRetry(m); err != nil {
-			warnings = append(warnings, fmt.Sprintf("could not remove the stale bytecode %s (%v); if its timestamp matches the source, Python may run the old code: remove it, or run with PYTHONDONTWRITEBYTECODE and a writable __pycache__", m, err))
+			warnings = append(warnings, fmt.Sprintf("could not remove the stale bytecode %s (%v); if its timestamp matches the source, Python may run the old "+
+				"code: remove it, or run with PYTHONDONTWRITEBYTECODE and a writable __pycache__", m, err))
 		}
 	}
 	return warnings

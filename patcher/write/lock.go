@@ -61,7 +61,12 @@ func LockTree(pkg string, wait time.Duration) (*Lock, error) {
 			return nil, &exit.Error{Code: codes.FS, Msg: fmt.Sprintf("cannot lock %s: %v", path, err), Err: err}
 		}
 		if time.Now().After(deadline) {
-			return nil, &exit.Error{Code: codes.Locked, Msg: fmt.Sprintf("another vllm-timings run holds the lock %s, and it was not released within %v", path, wait), Hint: "A held flock means a live process (the lock dies with its holder): wait for it to finish, or wait longer. Nothing was changed.", Advice: codes.AdviceLockWait}
+			return nil, &exit.Error{
+				Code:   codes.Locked,
+				Msg:    fmt.Sprintf("another vllm-timings run holds the lock %s, and it was not released within %v", path, wait),
+				Hint:   "A held flock means a live process (the lock dies with its holder): wait for it to finish, or wait longer. Nothing was changed.",
+				Advice: codes.AdviceLockWait,
+			}
 		}
 		time.Sleep(delay)
 		if delay < 50*time.Millisecond {
