@@ -98,7 +98,7 @@ func Self() ([]byte, error) {
 // Plan decides how content gets to DIR/vllm-timings. It only reads.
 func Plan(content []byte, dir string) (*Step, error) {
 	if dir == "" {
-		return nil, exit.Errorf(exit.Usage, "install needs a directory: vllm-timings install DIR")
+		return nil, exit.Errorf(exit.Usage, "install needs a directory to install into")
 	}
 	info, err := os.Stat(dir)
 	switch {
