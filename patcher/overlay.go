@@ -432,6 +432,10 @@ type OverlayView struct {
 	PatchSet string        `json:"patchset,omitempty"`
 	Files    []OverlayFile `json:"files"`
 	Problem  string        `json:"problem,omitempty"` // no usable overlay there
+	// Fact is Problem without its remedy, where the remedy is Advice,
+	// for the command to word with its flags.
+	Fact   string      `json:"-"`
+	Advice exit.Advice `json:"-"`
 }
 
 // viewThroughOverlay returns the snapshot as Python sees it with the
@@ -448,7 +452,8 @@ func viewThroughOverlay(inst *Install, snap snapshot, dir string) (snapshot, *Ov
 		return snap, v
 	}
 	if hook, err := os.ReadFile(filepath.Join(abs, overlayHookName)); err != nil || !bytes.HasPrefix(hook, []byte(overlayHookMarker)) {
-		v.Problem = "its " + overlayHookName + " is missing or not vllm-timings'; rerun apply --overlay"
+		v.Fact = "its " + overlayHookName + " is missing or not vllm-timings'"
+		v.Problem, v.Advice = v.Fact+"; apply the overlay again", codes.AdviceOverlayHook
 		return snap, v
 	}
 	v.PatchSet = m.PatchSet

@@ -346,6 +346,9 @@ func statusRun(o *statusOptions) error {
 	if r.Problem != nil {
 		r.Problems = errorText(r.Problem)
 	}
+	if v := r.Overlay; v != nil && advice[v.Advice] != "" {
+		v.Problem = v.Fact + "; " + advice[v.Advice]
+	}
 	if o.json {
 		enc := json.NewEncoder(o.out)
 		enc.SetIndent("", "  ")

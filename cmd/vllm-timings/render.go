@@ -49,6 +49,7 @@ var advice = map[exit.Advice]string{
 	codes.AdviceVLLMBin:      "Pass the vllm program the server runs (for example /opt/venv/bin/vllm) with --vllm-bin, or the package with --vllm-dir.",
 	codes.AdviceVLLMScript:   "Pass the vllm console script the server runs with --vllm-bin, or the package with --vllm-dir.",
 	codes.AdvicePatchSetPath: "Check the --patchset path (inside a container, it must be mounted).",
+	codes.AdviceOverlayHook:  "rerun apply --overlay",
 	codes.AdviceOverlayRerun: "Rerun apply --overlay, or revert --overlay to remove it.",
 	codes.AdviceAnchorMissing: "This vLLM differs from the one the patch set was written for: run \"vllm-timings patchsets\" to see what each set covers, " +
 		"or adapt the anchor and pass your patch set with --patchset.",

@@ -101,6 +101,9 @@ const (
 	// AdviceOverlayRerun: writing the overlay failed midway; apply it
 	// again, or revert it.
 	AdviceOverlayRerun exit.Advice = "overlay-rerun"
+	// AdviceOverlayHook (on patcher.OverlayView, a clause): the overlay's
+	// hook is missing; apply the overlay again.
+	AdviceOverlayHook exit.Advice = "overlay-hook"
 	// AdviceAnchorMissing, AdviceRequireMissing (on a diagnostic, as
 	// patcher.DiagnosticAdvice): an anchor or a required statement is not
 	// in this vLLM; see what each set covers, or adapt and pass a set.
