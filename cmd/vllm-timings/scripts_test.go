@@ -136,3 +136,31 @@ func TestScriptsReadmeMapsEveryFile(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptsShellcheck keeps every shell script under scripts/ and
+// .ci/run free of ShellCheck warnings and errors (-S warning; style and
+// info notes are the author's call), following what each sources (-x).
+func TestScriptsShellcheck(t *testing.T) {
+	shellcheck := testtree.RequireTool(t, "shellcheck")
+	all, _ := scriptFiles(t)
+	files := []string{filepath.Join(testtree.RepoRoot(), ".ci", "run")}
+	for _, rel := range all {
+		path := filepath.Join(scriptsDir(), filepath.FromSlash(rel))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(b), "\n")
+		if strings.HasSuffix(rel, ".sh") || strings.HasPrefix(first, "#!") && (strings.Contains(first, "bash") || strings.HasSuffix(first, "/sh")) {
+			files = append(files, path)
+		}
+	}
+	if len(files) < 10 {
+		t.Fatalf("found %d shell scripts; the scan no longer finds them", len(files))
+	}
+	cmd := exec.Command(shellcheck, append([]string{"-x", "-S", "warning"}, files...)...)
+	cmd.Dir = testtree.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("shellcheck -x -S warning: %v\n%s", err, out)
+	}
+}
