@@ -30,7 +30,42 @@ import sys
 from testkit import load
 
 
-def relayout(seed):
+# Throw-away types, one tag each at their lookup: how _align_tags uses up tags.
+_SPARE = []
+
+
+def _tag(t):
+    """Look a missing name up on t, which gives it a tag if it has none."""
+    try:
+        type.__getattribute__(t, "__vt_layout_probe__")
+    except AttributeError:
+        pass
+    except Exception:  # noqa: BLE001 - a type with an odd metaclass keeps its lazy tag
+        pass
+
+
+def _align_tags():
+    """Invalidate every type's tag (PyType_ClearCache, which returns the
+    last tag handed out) so that the next tag handed out is 1 modulo the
+    method cache's size, by tagging spare types. What this code itself
+    tags on the way (a few types it looks up) is measured in the first
+    round and allowed for in the second."""
+    counter = ctypes.pythonapi.PyType_ClearCache
+    counter.restype = ctypes.c_uint
+    last, overhead = counter(), 0
+    for _ in range(3):
+        if (last + 1) % 4096 == 1:
+            return
+        need = (1 - (last + 1) - overhead) % 4096
+        for t in _SPARE[:need]:
+            _tag(t)
+        now = counter()
+        overhead = (now - last - need) % 4096
+        last = now
+    sys.exit("bench: could not align the type version tags")
+
+
+def relayout(seed, last=()):
     """Give every type a new version tag, in an order drawn from seed.
 
     CPython's method cache (4,096 entries) is indexed by a type's version
@@ -44,9 +79,26 @@ def relayout(seed):
     type's tag, clears the cache and tags all types in a shuffled order;
     the counts are summed over several layouts, so that both variants are
     measured over the same spread of layouts.
-    """
-    import random
 
+    The two variants get the same layout for the same seed (common random
+    numbers): each type's place comes from a hash of the seed and its name,
+    not from a shuffle of the whole list, so the types both variants have
+    come in the same order; the types of the modules in ``last`` (the
+    patch's own, which only the patched variant has) are tagged after all
+    the others; and tagging starts from the same counter value modulo the
+    cache size, the only part of a tag the cache index uses (3.11:
+    ``(tag ^ (address of name >> 3)) & 4095``), by using up tags on a
+    throw-away type first. With the names interned at the same addresses
+    (both variants import the same modules in the same order before the
+    serving module under test), the method cache then starts each layout
+    the same way in both, and the patched-minus-unpatched difference of a
+    layout is the patch's work plus its own lookups' collisions, without
+    the spread from two unrelated layouts.
+    """
+    import hashlib
+
+    if not _SPARE:
+        _SPARE.extend(type(f"_vt_spare_{i}", (), {}) for i in range(4096))
     types, todo = [], [object]
     seen = set()
     while todo:
@@ -59,21 +111,22 @@ def relayout(seed):
             todo.extend(type.__subclasses__(t))
         except TypeError:
             pass
-    types.sort(key=lambda t: (str(type.__getattribute__(t, "__module__")), str(type.__getattribute__(t, "__qualname__"))))
-    random.Random(seed).shuffle(types)
+
+    def place(t):
+        module = str(type.__getattribute__(t, "__module__"))
+        name = f"{seed}:{module}:{type.__getattribute__(t, '__qualname__')}"
+        return module in last, hashlib.blake2b(name.encode(), digest_size=8).digest()
+
+    types.sort(key=place)  # stable: types of one name keep the order found
     modified = ctypes.pythonapi.PyType_Modified
     modified.argtypes = [ctypes.py_object]
     modified.restype = None
     for t in types:
         modified(t)  # tag 0: a new one at its next lookup
     sys._clear_type_cache()
+    _align_tags()
     for t in types:
-        try:
-            type.__getattribute__(t, "__vt_layout_probe__")
-        except AttributeError:
-            pass
-        except Exception:  # noqa: BLE001 - a type with an odd metaclass keeps its lazy tag
-            pass
+        _tag(t)
 
 
 def main():
@@ -89,8 +142,13 @@ def main():
 
     rel = {"chat": ("chat_completion", "vllm.entrypoints.openai.chat_completion.serving"),
            "completion": ("completion", "vllm.entrypoints.openai.completion.serving")}[api]
-    # Both variants load the serving module the same way, from a file under
-    # one module name, so that the only difference is the patch.
+    # Everything both variants use is imported first, by a harness of vLLM's
+    # own serving modules, so that the names hot in the requests are
+    # interned at the same addresses in both (see relayout); only then what
+    # differs: the patch's module and the serving module under test. Both
+    # variants load the latter the same way, from a file under one module
+    # name, so that the only difference is the patch.
+    level2.harness()
     site = patched_site if variant == "patched" else orig
     pvllm = os.path.join(os.path.abspath(site), "vllm")
     if variant == "patched":
@@ -145,7 +203,7 @@ def main():
         timed.append(True)
 
     for seed in range(first_seed, first_seed + layouts):
-        relayout(seed)
+        relayout(seed, last=("vllm._llamacpp_timings",))
         loop.run_until_complete(run(2))  # warm-up again: re-specialize for the new tags
         lines.clear()
         gc.collect()
