@@ -28,7 +28,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 				replaceIn(t, filepath.Join(site, chatServing), "final_usage_chunk = ChatCompletionStreamResponse(", "final_chunk = ChatCompletionStreamResponse(")
 			},
 			code: ExitMissing,
-			msg:  []string{"Anchor not found", chatServing, `"final_usage_chunk = ChatCompletionStreamResponse("`, "nearest is line 94: final_chunk", "embedded:openai-packages.hcl:52,", "adapt the anchor"},
+			msg:  []string{"Anchor not found", chatServing, `"final_usage_chunk = ChatCompletionStreamResponse("`, "nearest is line 94: final_chunk", "embedded:openai-packages.hcl:65,", "adapt the anchor"},
 		},
 		{
 			name: "doubled anchor",

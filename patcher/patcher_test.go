@@ -329,7 +329,7 @@ func modeName(perRequest bool) string {
 var wantTimingsAt = map[string]int{
 	"chat_full": 0, "chat_full_no_stats": -1, "chat_full_spec": 0,
 	"chat_stream_usage": 4, "chat_stream_no_usage": 3, "chat_stream_n2": 7,
-	"chat_stream_no_stats": -1, "chat_stream_one_token": 1, "chat_stream_n2_spec": 8,
+	"chat_stream_no_stats": -1, "chat_stream_one_token": 1, "chat_stream_n2_spec": 8, "chat_stream_n2_cached": 7,
 	"completion_full_2_prompts": 0, "completion_full_no_stats": -1, "completion_full_spec": 0,
 	"completion_full": 0, "completion_stream_usage": 6, "completion_stream_usage_1_prompt": 2,
 	"completion_stream_no_usage": 5, "completion_stream_spec": 5, "completion_stream_n2_merged": 3,

@@ -493,10 +493,17 @@ def link_clock(output, clock):
 class StreamTracker:
     """Collects what a streaming generator sees, for the final chunk's timings.
 
-    One tracker lives for one streamed response. ``observe`` is called with
-    every RequestOutput; requests are told apart by ``request_id`` (one per
-    prompt of a multi-prompt completion) and their stats objects by identity
-    (one per child of an n>1 request).
+    One tracker lives for one streamed response. It gives the timings
+    every output would give if it is shown each request's first output and
+    every output that finishes a choice. With one choice the patched
+    generators show it only the finishing output, which carries the first
+    one's stats object (vLLM updates it in place, so it holds its final
+    values by then) and cached tokens, and alone carries the
+    spec_decode_metrics. With n>1 they show it every output: a child's last
+    output can arrive merged into another child's, and children differ in
+    cached tokens (the first output's are the usage's). Requests are told
+    apart by ``request_id`` (one per prompt of a multi-prompt completion)
+    and their stats objects by identity (one per child of an n>1 request).
     """
 
     __slots__ = ("_stats", "_cached", "_finished", "_spec", "_finish_chunks", "_last", "_clocks")
@@ -511,13 +518,13 @@ class StreamTracker:
         self._finish_chunks = 0
 
     def observe(self, output):
-        # Called for every token of every stream, so the common case (the
-        # stats object of the output before, no choice finishing) costs
-        # three plain attribute reads, which every vLLM RequestOutput and
-        # CompletionOutput has, and nothing else. A request's stats and
-        # cached tokens are noted when its stats object first shows up (the
-        # engine updates it in place), and a choice only when it finishes,
-        # which is also when vLLM hands over its spec_decode_metrics.
+        # A request's stats and cached tokens are noted when its stats
+        # object first shows up (the engine updates it in place), and a
+        # choice only when it finishes, which is also when vLLM hands over
+        # its spec_decode_metrics. The common case otherwise (the stats
+        # object of the output before, no choice finishing) costs three
+        # plain attribute reads, which every vLLM RequestOutput and
+        # CompletionOutput has.
         try:
             stats = output.metrics
             if stats is None:

@@ -20,7 +20,17 @@ patchset "openai-packages" {
       code = "from vllm import _llamacpp_timings"
     }
 
-    # Streaming: one tracker per response sees every RequestOutput.
+    # Streaming: one tracker per response. With one choice it is shown only
+    # the outputs that finish it: vLLM updates the request's stats object in
+    # place, so the finishing output's holds its final values, the cached
+    # tokens are the request's, and spec_decode_metrics come only then; the
+    # outputs in between cost an attribute test, not a call. With n>1 it is
+    # shown every output: a child's finishing output can reach the loop
+    # merged into another child's RequestOutput, whose stats it carries, so
+    # each child's stats object is taken from its own earlier outputs, and
+    # the cached tokens from the first (where vLLM's usage reads them). The
+    # test sits first in the loop, before anything in it can skip the
+    # output.
     edit "stream-tracker" {
       in    = "OpenAIServingChat.chat_completion_stream_generator"
       match = "async for res in result_generator:"
@@ -29,9 +39,12 @@ patchset "openai-packages" {
     }
     edit "stream-observe" {
       in    = "OpenAIServingChat.chat_completion_stream_generator"
-      match = "async for res in result_generator:"
+      match = "for output in res.outputs:"
       at    = "body_start"
-      code  = "_llamacpp_tracker.observe(res)"
+      code  = <<-PY
+        if num_choices > 1 or output.finish_reason is not None:
+            _llamacpp_tracker.observe(res)
+      PY
     }
 
     # Without include_usage, the chunk that carries the last finish_reason
@@ -78,6 +91,8 @@ patchset "openai-packages" {
       code  = "_llamacpp_timings.attach_batch(response, final_res_batch_checked)"
     }
 
+    # Streaming: as in the chat stream, the outputs that finish a choice,
+    # and every output where n>1.
     edit "stream-tracker" {
       in    = "OpenAIServingCompletion.completion_stream_generator"
       match = "async for prompt_idx, res in result_generator:"
@@ -86,9 +101,12 @@ patchset "openai-packages" {
     }
     edit "stream-observe" {
       in    = "OpenAIServingCompletion.completion_stream_generator"
-      match = "async for prompt_idx, res in result_generator:"
+      match = "for output in res.outputs:"
       at    = "body_start"
-      code  = "_llamacpp_tracker.observe(res)"
+      code  = <<-PY
+        if num_choices > 1 or output.finish_reason is not None:
+            _llamacpp_tracker.observe(res)
+      PY
     }
     edit "stream-finish-chunk" {
       in    = "OpenAIServingCompletion.completion_stream_generator"
@@ -160,7 +178,17 @@ patchset "openai-packages-raw-stream" {
       code = "from vllm import _llamacpp_timings"
     }
 
-    # Streaming: one tracker per response sees every RequestOutput.
+    # Streaming: one tracker per response. With one choice it is shown only
+    # the outputs that finish it: vLLM updates the request's stats object in
+    # place, so the finishing output's holds its final values, the cached
+    # tokens are the request's, and spec_decode_metrics come only then; the
+    # outputs in between cost an attribute test, not a call. With n>1 it is
+    # shown every output: a child's finishing output can reach the loop
+    # merged into another child's RequestOutput, whose stats it carries, so
+    # each child's stats object is taken from its own earlier outputs, and
+    # the cached tokens from the first (where vLLM's usage reads them). The
+    # test sits first in the loop, before anything in it can skip the
+    # output.
     edit "stream-tracker" {
       in    = "OpenAIServingChat.chat_completion_stream_generator_raw"
       match = "async for res in result_generator:"
@@ -169,9 +197,12 @@ patchset "openai-packages-raw-stream" {
     }
     edit "stream-observe" {
       in    = "OpenAIServingChat.chat_completion_stream_generator_raw"
-      match = "async for res in result_generator:"
+      match = "for output in res.outputs:"
       at    = "body_start"
-      code  = "_llamacpp_tracker.observe(res)"
+      code  = <<-PY
+        if num_choices > 1 or output.finish_reason is not None:
+            _llamacpp_tracker.observe(res)
+      PY
     }
 
     # Without include_usage, the chunk that carries the last finish_reason
@@ -218,6 +249,8 @@ patchset "openai-packages-raw-stream" {
       code  = "_llamacpp_timings.attach_batch(response, final_res_batch_checked)"
     }
 
+    # Streaming: as in the chat stream, the outputs that finish a choice,
+    # and every output where n>1.
     edit "stream-tracker" {
       in    = "OpenAIServingCompletion.completion_stream_generator"
       match = "async for prompt_idx, res in result_generator:"
@@ -226,9 +259,12 @@ patchset "openai-packages-raw-stream" {
     }
     edit "stream-observe" {
       in    = "OpenAIServingCompletion.completion_stream_generator"
-      match = "async for prompt_idx, res in result_generator:"
+      match = "for output in res.outputs:"
       at    = "body_start"
-      code  = "_llamacpp_tracker.observe(res)"
+      code  = <<-PY
+        if num_choices > 1 or output.finish_reason is not None:
+            _llamacpp_tracker.observe(res)
+      PY
     }
     edit "stream-finish-chunk" {
       in    = "OpenAIServingCompletion.completion_stream_generator"

@@ -123,16 +123,25 @@ def truth(name, stream, prompt, cached, generated, requests, drafts=None):
     }
 
 
+def per_child(value, n):
+    """One value per child: value itself if it is a list, else n copies."""
+    return list(value) if isinstance(value, (list, tuple)) else [value] * n
+
+
 def fake_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only, spec):
     """RequestOutputs one token at a time for n choices, as the engine does
-    in streaming (DELTA) mode; the stats object is updated in place."""
+    in streaming (DELTA) mode; the stats object is updated in place. tokens
+    and cached may give one value per child."""
     outs = []
-    for step in range(tokens):
+    tokens, cached = per_child(tokens, n), per_child(cached, n)
+    for step in range(max(tokens)):
         for idx in range(n):
+            if step >= tokens[idx]:
+                continue
             m = metrics[idx] if metrics else None
             if m is not None:
                 m.last_token_ts = m.first_token_ts + STEP * step
-            finish = "stop" if step == tokens - 1 else None
+            finish = "stop" if step == tokens[idx] - 1 else None
             choice = SimpleNamespace(index=idx, text=f"t{step}", token_ids=[step], finish_reason=finish)
             if spec and finish:
                 choice.spec_decode_metrics = SimpleNamespace(**SPEC)
@@ -140,7 +149,7 @@ def fake_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only, 
                 SimpleNamespace(
                     request_id=request_id,
                     prompt_token_ids=list(range(prompt_len)),
-                    num_cached_tokens=cached,
+                    num_cached_tokens=cached[idx],
                     metrics=m,
                     outputs=[choice],
                 )
@@ -149,7 +158,7 @@ def fake_engine(request_id, prompt_len, cached, metrics, tokens, n, final_only, 
         # The full generator keeps only the last output; give it all tokens.
         last = outs[-1]
         last.outputs = [
-            SimpleNamespace(index=i, text="x" * tokens, token_ids=list(range(tokens)), finish_reason="stop")
+            SimpleNamespace(index=i, text="x" * tokens[i], token_ids=list(range(tokens[i])), finish_reason="stop")
             for i in range(n)
         ]
         if spec:
@@ -170,18 +179,21 @@ def processor_engine(request_id, prompt_len, cached, metrics, tokens, n, final_o
     (scheduled, first token) times, or None for --disable-log-stats: then
     the times are (100.0, 100.25), on CLOCK."""
     proc = OutputProcessor(log_stats=metrics is not None)
+    tokens, cached = per_child(tokens, n), per_child(cached, n)
     for idx in range(n):
         CLOCK.now = metrics[idx].scheduled_ts if metrics else 100.0
-        proc.add_request(f"{idx}_{request_id}", request_id, idx, list(range(prompt_len)), cached, final_only)
+        proc.add_request(f"{idx}_{request_id}", request_id, idx, list(range(prompt_len)), cached[idx], final_only)
     outs = []
-    for step in range(tokens):
+    for step in range(max(tokens)):
         for idx in range(n):
+            if step >= tokens[idx]:
+                continue
             scheduled, first = (metrics[idx].scheduled_ts, metrics[idx].first_token_ts) if metrics else (100.0, 100.25)
             CLOCK.now = first + STEP * step
             eco = EngineCoreOutput(
                 request_id=f"{idx}_{request_id}",
                 new_token_ids=[step],
-                finish_reason="stop" if step == tokens - 1 else None,
+                finish_reason="stop" if step == tokens[idx] - 1 else None,
                 scheduled_ts=scheduled if step == 0 else None,
             )
             outs += proc.process_outputs([eco], first + STEP * step)
@@ -277,6 +289,12 @@ async def main():
     one_truth("chat_stream_one_token", True, tokens=1)
     await stream("chat_stream_n2_spec", req(n=2, include_usage=True), n=2, spec=True)
     one_truth("chat_stream_n2_spec", True, n=2, spec=True)
+    # n=2 children that differ as vLLM's do with prefix caching (the second
+    # reuses what the first computed) and in length: the first output is
+    # child 0's, with 4 cached tokens, the usage's count; child 1, with 8,
+    # finishes first. cache_n must be the first output's, as in the usage.
+    await stream("chat_stream_n2_cached", req(n=2, include_usage=True), n=2, cached=[4, 8], tokens=[3, 2])
+    truth("chat_stream_n2_cached", True, 10, 4, 5, [(100.0, 100.25, 3), (100.01, 100.26, 2)])
 
     def prompts(with_stats=True, final_only=False, spec=False, count=2):
         items = []
