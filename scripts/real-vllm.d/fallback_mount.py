@@ -212,43 +212,11 @@ async def through_app(app, want):
             setattr(app.state, name, False if name.startswith("enable") else 0)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://vllm") as client:
-        body = {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 16}
-        r = await client.post("/v1/chat/completions", json=body)
-        if r.status_code != 200:
-            fail(f"the full chat request: HTTP {r.status_code}: {r.text[:300]}")
-        got = r.json()
-        t = got.get("timings")
-        if not t or r.headers.get("x-vllm-timings") != "engine":
-            fail(f"the full response has no engine timings (x-vllm-timings {r.headers.get('x-vllm-timings')}): {r.text[:300]}")
-        want_prompt, want_predicted = want["chat"]
-        if abs(t["prompt_ms"] - want_prompt) > 1e-6 or abs(t["predicted_ms"] - want_predicted) > 1e-6:
-            fail(f"engine timings {t['prompt_ms']}, {t['predicted_ms']}; want {want_prompt}, {want_predicted}")
-        if (t["prompt_n"], t["cache_n"], t["predicted_n"]) != (24, 16, 16) or int(r.headers["content-length"]) != len(r.content):
-            fail(f"counts or Content-Length wrong: {t}, {r.headers.get('content-length')} for {len(r.content)} bytes")
-        del got["timings"]
-        if "timings" in json.dumps(got):
-            fail("timings elsewhere in the body")
-        ok(f"a full chat response through vLLM's app: timings from vLLM's FinishedRequestStats, prompt_ms {t['prompt_ms']:.2f} "
-           f"and predicted_ms {t['predicted_ms']:.2f} exactly, counts from usage, Content-Length right")
-
-        body["stream"] = True
-        events = []
-        async with client.stream("POST", "/v1/chat/completions", json=body) as r:
-            if r.status_code != 200 or r.headers.get("x-vllm-timings") != "stream":
-                fail(f"the stream: HTTP {r.status_code}, x-vllm-timings {r.headers.get('x-vllm-timings')}")
-            async for line in r.aiter_lines():
-                if line.startswith("data: {"):
-                    events.append(json.loads(line[6:]))
-        with_t = [e for e in events if "timings" in e]
-        if len(events) != 5 or len(with_t) != 1 or with_t[0].get("choices") != []:
-            fail(f"want timings on the usage chunk only, of 5 events: {events}")
-        t = with_t[0]["timings"]
-        if not (0 < t["predicted_ms"] and 0 < t["prompt_ms"] and t["predicted_n"] == 16):
-            fail(f"the stream's clock timings: {t}")
-        ok(f"a chat stream through vLLM's app: every chunk as sent, timings on the usage chunk from the API server's clock "
-           f"(prompt_ms {t['prompt_ms']:.1f}, predicted_ms {t['predicted_ms']:.1f})")
-
-        await completion_through_app(client, want["completion"])
+        await endpoint_through_app(client, "/v1/chat/completions",
+                                   {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 16},
+                                   want["chat"], predicted_n=16, stream_events=5, what="chat")
+        await endpoint_through_app(client, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 8},
+                                   want["completion"], predicted_n=8, stream_events=4, what="completion")
 
         r = await client.get("/v1/models")  # 500 here: no engine state; no header either way
         if "x-vllm-timings" in r.headers:
@@ -256,41 +224,43 @@ async def through_app(app, want):
         ok("other routes are left alone")
 
 
-async def completion_through_app(client, want):
-    """A completion, full and streamed, through the app: as the chat."""
-    body = {"model": "tiny", "prompt": "x", "max_tokens": 8}
-    r = await client.post("/v1/completions", json=body)
+async def endpoint_through_app(client, path, body, want, predicted_n, stream_events, what):
+    """One endpoint, full and streamed, through the app: the full response's
+    timings are the engine's FinishedRequestStats (want: prompt_ms,
+    predicted_ms) with counts from usage; the stream's are on its usage chunk
+    only, from the API server's clock; nothing else in either changes."""
+    r = await client.post(path, json=body)
     if r.status_code != 200:
-        fail(f"the full completion: HTTP {r.status_code}: {r.text[:300]}")
+        fail(f"the full {what}: HTTP {r.status_code}: {r.text[:300]}")
     got = r.json()
     t = got.get("timings")
     if not t or r.headers.get("x-vllm-timings") != "engine":
-        fail(f"the full completion has no engine timings (x-vllm-timings {r.headers.get('x-vllm-timings')}): {r.text[:300]}")
+        fail(f"the full {what} has no engine timings (x-vllm-timings {r.headers.get('x-vllm-timings')}): {r.text[:300]}")
     if abs(t["prompt_ms"] - want[0]) > 1e-6 or abs(t["predicted_ms"] - want[1]) > 1e-6:
-        fail(f"the completion's engine timings {t['prompt_ms']}, {t['predicted_ms']}; want {want[0]}, {want[1]}")
-    if (t["prompt_n"], t["cache_n"], t["predicted_n"]) != (24, 16, 8) or int(r.headers["content-length"]) != len(r.content):
-        fail(f"the completion's counts or Content-Length wrong: {t}, {r.headers.get('content-length')} for {len(r.content)} bytes")
+        fail(f"the {what}'s engine timings {t['prompt_ms']}, {t['predicted_ms']}; want {want[0]}, {want[1]}")
+    if (t["prompt_n"], t["cache_n"], t["predicted_n"]) != (24, 16, predicted_n) or int(r.headers["content-length"]) != len(r.content):
+        fail(f"the {what}'s counts or Content-Length wrong: {t}, {r.headers.get('content-length')} for {len(r.content)} bytes")
     del got["timings"]
     if "timings" in json.dumps(got):
-        fail("timings elsewhere in the completion")
-    ok(f"a full completion through vLLM's app: timings from the FinishedRequestStats of cmpl-vtmount-0, prompt_ms "
+        fail(f"timings elsewhere in the {what}")
+    ok(f"a full {what} through vLLM's app: timings from vLLM's FinishedRequestStats, prompt_ms "
        f"{t['prompt_ms']:.2f} and predicted_ms {t['predicted_ms']:.2f} exactly, counts from usage, Content-Length right")
 
-    body["stream"] = True
+    body = dict(body, stream=True)
     events = []
-    async with client.stream("POST", "/v1/completions", json=body) as r:
+    async with client.stream("POST", path, json=body) as r:
         if r.status_code != 200 or r.headers.get("x-vllm-timings") != "stream":
-            fail(f"the completion stream: HTTP {r.status_code}, x-vllm-timings {r.headers.get('x-vllm-timings')}")
+            fail(f"the {what} stream: HTTP {r.status_code}, x-vllm-timings {r.headers.get('x-vllm-timings')}")
         async for line in r.aiter_lines():
             if line.startswith("data: {"):
                 events.append(json.loads(line[6:]))
     with_t = [e for e in events if "timings" in e]
-    if len(events) != 4 or len(with_t) != 1 or with_t[0].get("choices") != []:
-        fail(f"want timings on the completion stream's usage chunk only, of 4 events: {events}")
+    if len(events) != stream_events or len(with_t) != 1 or with_t[0].get("choices") != []:
+        fail(f"want timings on the {what} stream's usage chunk only, of {stream_events} events: {events}")
     t = with_t[0]["timings"]
-    if not (0 < t["predicted_ms"] and 0 < t["prompt_ms"] and t["predicted_n"] == 8):
-        fail(f"the completion stream's clock timings: {t}")
-    ok(f"a completion stream through vLLM's app: every chunk as sent, timings on the usage chunk from the API "
+    if not (0 < t["predicted_ms"] and 0 < t["prompt_ms"] and t["predicted_n"] == predicted_n):
+        fail(f"the {what} stream's clock timings: {t}")
+    ok(f"a {what} stream through vLLM's app: every chunk as sent, timings on the usage chunk from the API "
        f"server's clock (prompt_ms {t['prompt_ms']:.1f}, predicted_ms {t['predicted_ms']:.1f})")
 
 
