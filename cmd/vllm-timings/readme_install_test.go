@@ -14,19 +14,27 @@ import (
 	"github.com/vllm-timings/vllm-timings/patcher/testtree"
 )
 
-// installBlocks are the fenced blocks of README.md's "## Install" section,
-// in order: Nix, the release download, COPY --from, Kubernetes, go install.
-func installBlocks(t *testing.T) (section string, blocks []string) {
+// readmeSection is the text of README.md's "## heading" section, up to the
+// next "## " heading; the test fails when the README has no such section.
+func readmeSection(t *testing.T, heading string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(testtree.RepoRoot(), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(raw), "\n## Install\n")
+	_, section, ok := strings.Cut(string(raw), "\n## "+heading+"\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Install" section`)
+		t.Fatalf("README.md has no %q section", "## "+heading)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
+// installBlocks are the fenced blocks of README.md's "## Install" section,
+// in order: Nix, the release download, COPY --from, Kubernetes, go install.
+func installBlocks(t *testing.T) (section string, blocks []string) {
+	t.Helper()
+	section = readmeSection(t, "Install")
 	for _, m := range regexp.MustCompile("(?s)```[a-z]+\n(.*?)```\n").FindAllStringSubmatch(section, -1) {
 		blocks = append(blocks, m[1])
 	}

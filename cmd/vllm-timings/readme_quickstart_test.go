@@ -27,15 +27,7 @@ func TestReadmeQuickStart(t *testing.T) {
 		testtree.Skipf(t, "go on PATH", "SKIPPED: no go on PATH")
 	}
 	root := filepath.Join("..", "..")
-	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(raw), "\n## Quick start\n")
-	if !ok {
-		t.Fatal(`README.md has no "## Quick start" section`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	section := readmeSection(t, "Quick start")
 	_, script, ok := strings.Cut(section, "```sh\n")
 	script, rest, ok2 := strings.Cut(script, "```\n")
 	_, want, ok3 := strings.Cut(rest, "```\n")
