@@ -12,8 +12,18 @@ N responses of T tokens, counted under each of LAYOUTS (default 1) type-cache
 layouts drawn from seeds SEED, SEED+1, ... (see relayout). vLLM is imported from ORIG_SITE; the patched
 variant loads the patched serving module and vllm/_llamacpp_timings.py from
 PATCHED_SITE beside it (as bench_serving.py does); the unpatched variant
-loads ORIG_SITE's serving module the same way. Prints the lines
-(chunks) sent, as a check that both variants did the same work.
+loads ORIG_SITE's serving module the same way. Each request is
+served as vLLM's api_router serves it: the stream through starlette's
+StreamingResponse, a full response as JSONResponse(content=
+response.model_dump()), sent over ASGI to a send that keeps the bodies.
+Prints the lines (chunks) sent, as a check that both variants did the same
+work, and "parts:" with what each callgrind part (OUT.1, OUT.2, ...) counted.
+
+BENCH_FALLBACK=PATH (the fallback's vllm_timings_fallback.py) counts, in
+each layout, the app alone ("app") and under the fallback's
+TimingsMiddleware ("fallback"), in turns; with stats on, vLLM calls the
+fallback's stat logger once an engine output (engine step), the last one
+with the request's FinishedRequestStats, as vLLM would.
 
 The patched variant must send timings and the unpatched one must not;
 BENCH_NOCHECK=1 drops that check, to count a hand-edited PATCHED_SITE
@@ -26,6 +36,7 @@ import ctypes
 import gc
 import os
 import sys
+from types import SimpleNamespace
 
 from testkit import load
 
@@ -44,25 +55,30 @@ def _tag(t):
         pass
 
 
-def _align_tags():
+def _align_tags(modified):
     """Invalidate every type's tag (PyType_ClearCache, which returns the
     last tag handed out) so that the next tag handed out is 1 modulo the
     method cache's size, by tagging spare types. What this code itself
     tags on the way (a few types it looks up) is measured in the first
-    round and allowed for in the second."""
+    round and allowed for in the second. The spares it tagged lose their
+    tags again, so that in the layout they take their places as in the
+    other variant, whose count of spares used differs."""
     counter = ctypes.pythonapi.PyType_ClearCache
     counter.restype = ctypes.c_uint
     last, overhead = counter(), 0
     for _ in range(3):
         if (last + 1) % 4096 == 1:
-            return
+            break
         need = (1 - (last + 1) - overhead) % 4096
         for t in _SPARE[:need]:
             _tag(t)
         now = counter()
         overhead = (now - last - need) % 4096
         last = now
-    sys.exit("bench: could not align the type version tags")
+    else:
+        sys.exit("bench: could not align the type version tags")
+    for t in _SPARE:
+        modified(t)
 
 
 def relayout(seed, last=()):
@@ -124,7 +140,7 @@ def relayout(seed, last=()):
     for t in types:
         modified(t)  # tag 0: a new one at its next lookup
     sys._clear_type_cache()
-    _align_tags()
+    _align_tags(modified)
     for t in types:
         _tag(t)
 
@@ -133,6 +149,7 @@ def main():
     orig, patched_site, lib, variant, api, mode, stats, n, tokens = sys.argv[1:10]
     layouts, first_seed = (int(x) for x in (sys.argv[10:12] + ["1", "0"][len(sys.argv[10:12]):]))
     n, tokens, stream, with_stats = int(n), int(tokens), mode == "stream", stats == "on"
+    fallback = os.environ.get("BENCH_FALLBACK") or None
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     sys.path.insert(0, os.path.abspath(orig))
     here = os.path.dirname(os.path.abspath(__file__))
@@ -163,9 +180,25 @@ def main():
     h.engine.script = dict(prompts=[prompt], stream=stream, next=0, stats=with_stats, n=1, merge_final=False)
     outs = h.outputs_for("bench", prompt, stream, with_stats, 1, False)
 
+    # The fallback's stat logger, where it counts (stats on, in the
+    # fallback's regions): vLLM calls its record() once an engine step, with
+    # the finished requests' stats in the step that finishes them.
+    fb, stat_logger, logger = None, None, [None]
+    if fallback:
+        fb = load("vllm_timings_fallback", fallback)
+        if with_stats:
+            from vllm.v1.metrics.stats import FinishedRequestStats
+            stat_logger = fb.StatLogger()
+    final_step = len(outs) - 1
+
     def generate(engine_input, sampling_params, request_id, **kw):
         async def gen():
-            for o in outs:
+            for i, o in enumerate(outs):
+                if logger[0] is not None:
+                    finished = [FinishedRequestStats(
+                        finish_reason=None, request_id=request_id, prefill_time=0.25, decode_time=0.5,
+                        num_cached_tokens=16, num_generation_tokens=tokens)] if i == final_step else []
+                    logger[0].record(None, SimpleNamespace(finished_requests=finished))
                 yield o
         return gen()
 
@@ -174,45 +207,85 @@ def main():
     if stream:
         fields["stream_options"] = {"include_usage": True}
 
-    async def one():
+    # What vLLM's api_router does with the result: a StreamingResponse of
+    # the stream generator, or JSONResponse(content=response.model_dump()),
+    # sent through ASGI, as the only app (app) or under the fallback's
+    # middleware (TimingsMiddleware(app)), to a send that keeps the bodies.
+    from starlette.responses import JSONResponse, StreamingResponse
+
+    scope = {"type": "http", "method": "POST", "asgi": {"spec_version": "2.4"}, "root_path": "", "headers": [],
+             "path": "/v1/chat/completions" if api == "chat" else "/v1/completions"}
+    bodies = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        body = message.get("body")
+        if body:
+            bodies.append(body)
+
+    async def app(scope, receive, send):
         if api == "chat":
             res = await h.chat.create_chat_completion(
                 h.ChatCompletionRequest(messages=[{"role": "user", "content": "hi"}], **fields), None)
         else:
             res = await h.cmpl.create_completion(CompletionRequest(prompt="p", **fields), None)
-        if not stream:
-            return [res.model_dump_json()]
-        return [line async for line in res]
+        if stream:
+            response = StreamingResponse(content=res, media_type="text/event-stream")
+        else:
+            response = JSONResponse(content=res.model_dump())
+        await response(scope, receive, send)
+
+    served = {"app": app}
+    if fb is not None:
+        served["fallback"] = fb.TimingsMiddleware(app)
+
+    async def one(which):
+        logger[0] = stat_logger if which == "fallback" else None
+        bodies.clear()
+        await served[which](scope, receive, send)
+        return [b.decode() for b in bodies]
 
     lines = []
     timed = []
 
-    async def run(k):
+    async def run(k, which):
         for _ in range(k):
-            lines.append(await one())
+            lines.append(await one(which))
 
     loop = asyncio.new_event_loop()
-    loop.run_until_complete(run(3))  # warm-up: imports, caches
-    has = any('"timings"' in x for x in lines[-1])
-    if has != (variant == "patched") and not os.environ.get("BENCH_NOCHECK"):
-        sys.exit(f"bench: {variant} variant {'sends' if has else 'lacks'} timings")
+    for which in served:
+        loop.run_until_complete(run(3, which))  # warm-up: imports, caches
+        has = any('"timings"' in x for x in lines[-1])
+        # The fallback gives a full response timings only from engine stats.
+        want = variant == "patched" or which == "fallback" and (stream or with_stats)
+        if has != want and not os.environ.get("BENCH_NOCHECK"):
+            sys.exit(f"bench: {variant} variant {'sends' if has else 'lacks'} timings ({which})")
 
-    @ctypes.CFUNCTYPE(None)
-    def region():
-        loop.run_until_complete(run(n))
-        timed.append(True)
-
+    order = []
     for seed in range(first_seed, first_seed + layouts):
-        relayout(seed, last=("vllm._llamacpp_timings",))
-        loop.run_until_complete(run(2))  # warm-up again: re-specialize for the new tags
-        lines.clear()
-        gc.collect()
-        gc.disable()
-        ctypes.CDLL(lib).vt_bench_region(region)
-        gc.enable()
-    if len(timed) != layouts:
+        relayout(seed, last=("vllm._llamacpp_timings", "vllm_timings_fallback"))
+        # In a layout, the app alone and under the fallback's middleware,
+        # in turns (which goes first alternates), paired by layout.
+        for which in list(served)[:: 1 if seed % 2 == 0 else -1]:
+            loop.run_until_complete(run(2, which))  # warm-up again: re-specialize for the new tags
+            lines.clear()
+
+            @ctypes.CFUNCTYPE(None)
+            def region():
+                loop.run_until_complete(run(n, which))
+                timed.append(True)
+
+            gc.collect()
+            gc.disable()
+            ctypes.CDLL(lib).vt_bench_region(region)
+            gc.enable()
+            order.append(which)
+    if len(timed) != len(order):
         sys.exit("bench: the region did not run")
     print(f"{variant} {api} {mode} stats={stats}: {n} responses, {sum(len(x) for x in lines)} lines")
+    print("parts:", " ".join(order))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,11 @@ mean counts, from one count per type-cache layout (a line each in the two
 files, line i of both counted under the same layout, seed i), with 95 %
 intervals.
 
-    python bench_ratio.py UNPATCHED.counts PATCHED.counts PER API MODE STATS UNIT
+    python bench_ratio.py UNPATCHED.counts PATCHED.counts PER API MODE STATS UNIT [LABEL]
+
+LABEL (default "patch") names what the second file adds to the first:
+"fallback alone" (the fallback's middleware over unpatched vLLM),
+"fallback, patch present" (the middleware over patched vLLM).
 
 The interval printed first is the paired one: the two variants are counted
 under the same layouts (bench_instructions.py's relayout), so the
@@ -59,6 +63,7 @@ def unpaired(u, p):
 
 def main():
     u_path, p_path, per, api, mode, stats, unit = sys.argv[1:8]
+    label = sys.argv[8] if len(sys.argv) > 8 else "patch"
     per = int(per)
     u = [int(x) for x in open(u_path).read().split()]
     p = [int(x) for x in open(p_path).read().split()]
@@ -67,12 +72,12 @@ def main():
     mu, mp = statistics.fmean(u), statistics.fmean(p)
     if len(u) < 2:
         print(f"{api:<11} {mode:<7} {stats:<5} {mu / per:12.0f} {mp / per:12.0f} {mp / mu:8.4f}  (one layout: no interval)"
-              f"  {(mp - mu) / per:+9.0f}  per {unit}")
+              f"  {(mp - mu) / per:+9.0f}  per {unit}  {label}")
         return
     ratio, low, high, added, half = paired(u, p)
     ulow, uhigh = unpaired(u, p)
     print(f"{api:<11} {mode:<7} {stats:<5} {mu / per:12.0f} {mp / per:12.0f} {ratio:8.4f}  {low:.4f} to {high:.4f}"
-          f"  {added / per:+9.0f} ± {half / per:<7.0f}  ({ulow:.4f} to {uhigh:.4f})  per {unit}")
+          f"  {added / per:+9.0f} ± {half / per:<7.0f}  ({ulow:.4f} to {uhigh:.4f})  per {unit}  {label}")
 
 
 if __name__ == "__main__":
