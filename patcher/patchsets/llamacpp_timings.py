@@ -337,6 +337,16 @@ def _log_clock(response, timings, stats, clocks, prompt_tokens, cached_tokens, p
         f.write(line + "\n")
 
 
+def _drop_rate_sources(response):
+    """Set to None the fields of a vLLM metrics object on response from
+    which llama-swap would recompute the speeds timings give."""
+    metrics = getattr(response, "metrics", None)
+    if metrics is not None:
+        for name in _RATE_SOURCES:
+            if getattr(metrics, name, None) is not None:
+                setattr(metrics, name, None)
+
+
 def _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, drafts, clocks=None):
     """Set response.timings; counts default to the response's own usage,
     so the timings always agree with it."""
@@ -351,13 +361,71 @@ def _attach(response, stats, cached_tokens, prompt_tokens, predicted_tokens, dra
     # vLLM's OpenAIBaseModel allows extra fields, so this adds "timings" to
     # the serialized response without changing its schema.
     _set_timings(response, timings)
-    metrics = getattr(response, "metrics", None)
-    if metrics is not None:
-        for name in _RATE_SOURCES:
-            if getattr(metrics, name, None) is not None:
-                setattr(metrics, name, None)
+    _drop_rate_sources(response)
     if clocks and _CLOCK_LOG is not None:
         _log_clock(response, timings, stats, clocks, prompt_tokens, cached_tokens, predicted_tokens, drafts)
+
+
+def _no_drafts(output):
+    """Whether no choice of a RequestOutput reports draft counts."""
+    for choice in getattr(output, "outputs", None) or ():
+        if getattr(choice, "spec_decode_metrics", None) is not None:
+            return False
+    return True
+
+
+def _attach_one(response, stats, cached_tokens, prompt_tokens, predicted_tokens):
+    """_attach's common case, with no call but the one that stores: one
+    request, no draft counts, no clock log, ordinary stamps (floats, 0 <
+    scheduled <= first <= last, finite spans) and int counts. Every full
+    response and stream of one choice is that case. The same arithmetic as
+    _timings, _spans_ms and _rates in the same order, so the same values to
+    the last bit. False, having changed nothing, in any other case: the
+    caller then goes the general way (_attach)."""
+    if prompt_tokens is None or predicted_tokens is None:
+        usage = getattr(response, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        predicted_tokens = getattr(usage, "completion_tokens", None)
+    if type(prompt_tokens) is not int or type(predicted_tokens) is not int \
+            or prompt_tokens < 0 or predicted_tokens <= 0:
+        return False
+    first = getattr(stats, "first_token_ts", None)
+    scheduled = getattr(stats, "scheduled_ts", None)
+    last = getattr(stats, "last_token_ts", None)
+    if not (type(first) is float and type(scheduled) is float and type(last) is float
+            and 0.0 < scheduled <= first <= last < _INF):
+        return False
+    prompt = first - scheduled
+    prompt_ms, predicted_ms = prompt * 1000.0, ((last - scheduled) - prompt) * 1000.0
+    if not (prompt_ms < _INF and predicted_ms < _INF):
+        return False
+    if type(cached_tokens) is not int or cached_tokens < 0:
+        cached_tokens = 0
+    elif cached_tokens > prompt_tokens:
+        cached_tokens = prompt_tokens
+    prompt_n = prompt_tokens - cached_tokens
+    prompt_per_token = prompt_per_second = predicted_per_token = predicted_per_second = 0.0
+    if prompt_n > 0 and prompt_ms > 0.0:
+        prompt_per_token, prompt_per_second = prompt_ms / prompt_n, prompt_n * 1000.0 / prompt_ms
+        if not (prompt_per_token < _INF and prompt_per_second < _INF):
+            prompt_per_token = prompt_per_second = 0.0
+    if predicted_ms > 0.0:
+        predicted_per_token, predicted_per_second = predicted_ms / predicted_tokens, predicted_tokens * 1000.0 / predicted_ms
+        if not (predicted_per_token < _INF and predicted_per_second < _INF):
+            predicted_per_token = predicted_per_second = 0.0
+    _set_timings(response, {
+        "prompt_n": prompt_n,
+        "prompt_ms": prompt_ms,
+        "prompt_per_token_ms": prompt_per_token,
+        "prompt_per_second": prompt_per_second,
+        "predicted_n": predicted_tokens,
+        "predicted_ms": predicted_ms,
+        "predicted_per_token_ms": predicted_per_token,
+        "predicted_per_second": predicted_per_second,
+        "cache_n": cached_tokens,
+    })
+    _drop_rate_sources(response)
+    return True
 
 
 def build_timings(stats, prompt_tokens, cached_tokens, predicted_tokens, drafts=None):
@@ -393,6 +461,9 @@ def attach_output(response, output):
     """``attach`` with the request's final RequestOutput: its stats, cached
     tokens and, where reported, draft counts."""
     try:
+        if _CLOCK_LOG is None and _no_drafts(output) and _attach_one(
+                response, _stats_of(output), getattr(output, "num_cached_tokens", None), None, None):
+            return
         _attach(
             response,
             _stats_of(output),
@@ -410,6 +481,9 @@ def attach_batch(response, outputs):
     """``attach`` for a (multi-prompt) list of RequestOutputs."""
     try:
         outputs = [o for o in outputs if o is not None]
+        if len(outputs) == 1 and _CLOCK_LOG is None and _no_drafts(outputs[0]) and _attach_one(
+                response, _stats_of(outputs[0]), getattr(outputs[0], "num_cached_tokens", None), None, None):
+            return
         _attach(
             response,
             [_stats_of(o) for o in outputs],
@@ -578,6 +652,10 @@ class StreamTracker:
     def attach(self, chunk, prompt_tokens=None, predicted_tokens=None):
         """Set ``chunk.timings`` from everything observed so far."""
         try:
+            if len(self._stats) == 1 and not self._spec and _CLOCK_LOG is None:
+                (stats,) = self._stats.values()
+                if _attach_one(chunk, stats, sum(self._cached.values()), prompt_tokens, predicted_tokens):
+                    return
             drafts = None
             if self._finished and set(self._spec) >= self._finished:
                 drafts = _drafts(self._spec[k] for k in self._finished)

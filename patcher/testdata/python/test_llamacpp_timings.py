@@ -799,6 +799,106 @@ class OneSpan(unittest.TestCase):
         self.assertEqual(lt._spans_ms([s]), lt._union_spans_ms([s]))
 
 
+
+class OneRequest(unittest.TestCase):
+    """_attach_one, the common case's shortcut that attach_output,
+    attach_batch and StreamTracker.attach take, against the general way
+    (_attach): the same timings to the bit, the same metrics cleared, and
+    nothing done where it declines."""
+
+    ODD = [0.0, -1.0, float("nan"), float("inf"), None, True, 3, "1.0", 1e308, 1e-320]
+    ODD_COUNTS = [None, -1, True, 1.0, "3", 0, 2**70]
+
+    def case(self, rnd):
+        if rnd.random() < 0.5:
+            a = 1000.0 + rnd.random() * 1e6
+            values = [a, a + rnd.random() * 10, a + rnd.random() * 100]
+        else:
+            values = sorted(10 ** rnd.uniform(-3, 9) for _ in range(3))
+        if rnd.random() < 0.2:
+            rnd.shuffle(values)
+        if rnd.random() < 0.2:
+            values[rnd.randrange(3)] = rnd.choice(self.ODD)
+        counts = [rnd.randrange(0, 5000), rnd.randrange(0, 5000), rnd.randrange(0, 2000)]
+        if rnd.random() < 0.3:
+            counts[1] = rnd.randrange(0, counts[0] + 1)  # a cache hit within the prompt
+        if rnd.random() < 0.2:
+            counts[rnd.randrange(3)] = rnd.choice(self.ODD_COUNTS)
+        return stats(*values), counts
+
+    def response(self, prompt, predicted, metrics=True):
+        r = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=prompt, completion_tokens=predicted))
+        if metrics:
+            r.metrics = vllm_metrics()
+        return r
+
+    def test_same_as_the_general_way(self):
+        rnd = random.Random(11)
+        taken = declined = 0
+        for _ in range(5000):
+            s, (prompt, cached, predicted) = self.case(rnd)
+            metrics = rnd.random() < 0.5
+            fast, slow = self.response(prompt, predicted, metrics), self.response(prompt, predicted, metrics)
+            with self.subTest(stats=vars(s), counts=(prompt, cached, predicted)):
+                try:
+                    took = lt._attach_one(fast, s, cached, None, None)
+                except (OverflowError, ValueError) as e:  # the entry point's guard catches these
+                    with self.assertRaises(type(e)):
+                        lt._attach(slow, s, cached, None, None, None)
+                    continue
+                lt._attach(slow, s, cached, None, None, None)
+                if took:
+                    taken += 1
+                    self.assertEqual(list(fast.timings), ORDER)
+                    self.assertEqual(json.dumps(fast.timings), json.dumps(slow.timings))
+                    for k, v in fast.timings.items():
+                        self.assertIs(type(v), type(slow.timings[k]), k)
+                    self.assertEqual(vars(fast), vars(slow))
+                else:
+                    declined += 1
+                    self.assertEqual(vars(fast), vars(self.response(prompt, predicted, metrics)))
+        # Both ways are exercised: most cases are the common one.
+        self.assertGreater(taken, 2500)
+        self.assertGreater(declined, 300)
+
+    def test_explicit_counts_win_over_usage(self):
+        r = self.response(1, 1)
+        self.assertTrue(lt._attach_one(r, stats(), 3, 10, 5))
+        self.assertEqual((r.timings["prompt_n"], r.timings["cache_n"], r.timings["predicted_n"]), (7, 3, 5))
+
+    def test_entry_points_take_it(self):
+        # The shortcut is what the common case runs: with _attach broken,
+        # the entry points still give timings for one plain request...
+        general = lt._attach
+
+        def broken(*args, **kw):
+            raise AssertionError("the general way")
+
+        lt._attach = broken
+        try:
+            s = stats()
+            for attach in (lambda r: lt.attach_output(r, out("r", s, 2, [(0, "stop")])),
+                           lambda r: lt.attach_batch(r, [None, out("r", s, 2, [(0, "stop")])])):
+                r = self.response(12, 4)
+                attach(r)
+                self.assertEqual(r.timings["cache_n"], 2)
+            tr = lt.StreamTracker()
+            tr.observe(out("r", s, 2, [(0, "stop")]))
+            r = self.response(12, 4)
+            tr.attach(r)
+            self.assertEqual(r.timings["cache_n"], 2)
+            # ...and none where the general way is needed: draft counts,
+            # several requests.
+            r = self.response(12, 4)
+            lt.attach_output(r, out("r", s, 2, [(0, "stop")], [SimpleNamespace(num_draft_tokens=4, histogram=[1, 1])]))
+            self.assertFalse(hasattr(r, "timings"))
+            r = self.response(12, 4)
+            lt.attach_batch(r, [out("a", s, 2, [(0, "stop")]), out("b", stats(), 2, [(0, "stop")])])
+            self.assertFalse(hasattr(r, "timings"))
+        finally:
+            lt._attach = general
+
+
 @unittest.skipIf(pydantic is None, "pydantic is not installed")
 class PydanticExtra(unittest.TestCase):
     """_set_timings stores timings on vLLM-like pydantic models exactly as
