@@ -146,6 +146,44 @@ def finished_stats(rid, prefill, decode, cached=0, generated=16):
     )
 
 
+class Parse(unittest.TestCase):
+    """_parse, one json.loads where no position is needed, against _members,
+    which decodes member by member and knows every member's position."""
+
+    BODIES = [
+        '{}', ' { } ', '{"a":1}', '\n{"id":"x","choices":[],"usage":{"prompt_tokens":3}}\r\n',
+        '{"a":1,"a":2}', '{"s":"}\\"}", "n":null,"f":1.5e3}', '{"x":NaN}', '{"é":"\u00e9"}',
+        '{"metrics":null,"object":"chat.completion"}', '{"response":"not an object"}',
+        '{"metrics":{"time_to_first_token_ms":1.0},"object":"chat.completion"}',
+        '{"type":"response.completed","response":{"id":"r","usage":{}}}',
+    ]
+    BAD = ['', '[]', '"s"', '1', '{', '{"a":1}x', '{"a" 1}', '{"a":1,}', '{1:2}', 'null']
+
+    def setUp(self):
+        self.fb = load()
+
+    def test_same_as_members(self):
+        for text in self.BODIES:
+            with self.subTest(text=text):
+                members, brace = self.fb._members(text)
+                got, got_brace = self.fb._parse(text)
+                self.assertEqual(got_brace, brace)
+                self.assertEqual(text[got_brace], "}")
+                self.assertEqual(json.dumps({k: v[0] for k, v in got.items()}),
+                                 json.dumps({k: v[0] for k, v in members.items()}))
+                if isinstance(members.get("metrics", (None,))[0], dict) or \
+                        isinstance(members.get("response", (None,))[0], dict):
+                    self.assertEqual(got, members)  # positions where they are edited
+
+    def test_refuses_what_members_refuses(self):
+        for text in self.BAD:
+            with self.subTest(text=text):
+                with self.assertRaises(ValueError):
+                    self.fb._members(text)
+                with self.assertRaises(ValueError):
+                    self.fb._parse(text)
+
+
 class Passthrough(unittest.TestCase):
     def setUp(self):
         self.mod = load()
