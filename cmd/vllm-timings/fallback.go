@@ -205,7 +205,7 @@ func joinFallback(fo fallbackOptions, res applied, overlay, path string, argv, e
 	if err != nil {
 		return offf("cannot write its module: " + err.Error())
 	}
-	newEnv := fallback.PrependPythonPath(env, layout.PythonPath(serve.StatLogger)...)
+	newEnv := serve.Env(fallback.PrependPythonPath(env, layout.PythonPath(serve.StatLogger)...))
 	interp, err := serveInterpreter(path, argv)
 	if err != nil {
 		return offf("cannot tell which Python runs " + argv[0] + ": " + err.Error())

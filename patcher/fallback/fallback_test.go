@@ -264,3 +264,21 @@ func TestPrivateBase(t *testing.T) {
 		t.Errorf("a symlink: err = %v", err)
 	}
 }
+
+// The module serves only the routes exec planned it for: the parts the
+// patch does not cover, every part with --fallback always.
+func TestServeEnvNamesItsRoutes(t *testing.T) {
+	s := &Serve{Parts: Parts{Responses: true, Messages: true}}
+	got := s.Env([]string{"PATH=/bin", RoutesEnv + "=/v1/chat/completions", "HOME=/root"})
+	want := []string{"PATH=/bin", "HOME=/root", RoutesEnv + "=/v1/responses /v1/messages"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Env (-want +got):\n%s", diff)
+	}
+	always, err := Plan(all, []string{"vllm", "serve", "m"}, Parts{Chat: true}, Always, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := always.Env(nil), []string{RoutesEnv + "=/v1/chat/completions /v1/completions /v1/responses /v1/messages"}; !cmp.Equal(got, want) {
+		t.Errorf("--fallback always: Env = %q, want %q", got, want)
+	}
+}

@@ -76,6 +76,26 @@ type Serve struct {
 }
 
 // OffError is a reason the fallback stays off.
+// RoutesEnv names the variable in the server's environment that tells the
+// module which routes to serve: the paths of [Serve.Parts], separated by
+// spaces. Every other route goes straight to vLLM's app, untouched and
+// unparsed (a full response the patch already gave timings would
+// otherwise be held and parsed for nothing). Without it the module serves
+// every route.
+const RoutesEnv = "VLLM_TIMINGS_FALLBACK_ROUTES"
+
+// Env is env with [RoutesEnv] set to the routes of s.Parts, in place of
+// any value it had.
+func (s *Serve) Env(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, RoutesEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, RoutesEnv+"="+strings.Join(s.Parts.Names(), " "))
+}
+
 type OffError struct{ Why string }
 
 func (e *OffError) Error() string { return e.Why }

@@ -126,13 +126,42 @@ CHAT, COMPLETION, RESPONSES, MESSAGES, ANY = "chat", "completion", "responses", 
 # The POST routes whose responses get timings. /invocations (SageMaker)
 # dispatches to the others by the request's shape: its kind is read from
 # the response.
-_ROUTES = {
+_ALL_ROUTES = {
     "/v1/chat/completions": CHAT,
     "/v1/completions": COMPLETION,
     "/v1/responses": RESPONSES,
     "/v1/messages": MESSAGES,
     "/invocations": ANY,
 }
+
+# The routes this server's fallback serves: VLLM_TIMINGS_FALLBACK_ROUTES,
+# which vllm-timings exec sets to the parts no patch covers (the paths,
+# separated by spaces or commas). Every other route goes straight to
+# vLLM's app: on a route the patch covers, holding and parsing a full body
+# only to find the patch's timings there cost about 40 % of the response's
+# instructions. Unset (the middleware mounted by hand), every route; a
+# path it does not know, every route and a warning.
+_ROUTES_ENV = "VLLM_TIMINGS_FALLBACK_ROUTES"
+
+
+def _routes(value):
+    """The routes a VLLM_TIMINGS_FALLBACK_ROUTES value names, and a
+    complaint or None. /invocations dispatches to any of the others, so it
+    is served whenever one of them is."""
+    if value is None:
+        return dict(_ALL_ROUTES), None
+    names = value.replace(",", " ").split()
+    unknown = [n for n in names if n not in _ALL_ROUTES]
+    if unknown:
+        return dict(_ALL_ROUTES), "%s=%r names no route it serves (%s); serving every route" % (
+            _ROUTES_ENV, value, ", ".join(unknown))
+    routes = {n: _ALL_ROUTES[n] for n in names}
+    if routes:
+        routes["/invocations"] = ANY
+    return routes, None
+
+
+_ROUTES, _ROUTES_PROBLEM = _routes(os.environ.get(_ROUTES_ENV))
 
 _LOG_FILE = os.environ.get("VLLM_TIMINGS_FALLBACK_LOG") or None
 
@@ -790,8 +819,11 @@ class TimingsMiddleware:
 
     def __init__(self, app, **kwargs):
         self.app = app
+        if _ROUTES_PROBLEM is not None:
+            _log.warning("vllm-timings fallback: %s", _ROUTES_PROBLEM)
         _log.info(
-            "vllm-timings fallback: adding timings to responses that lack them (%s)",
+            "vllm-timings fallback: adding timings to responses that lack them on %s (%s)",
+            " ".join(_ROUTES),
             "engine stats where matched, else the API server's clock on streams"
             if _STATS["active"] and _STATS["ids"]
             else "the API server's clock on streams",

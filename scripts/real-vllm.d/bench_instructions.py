@@ -185,6 +185,14 @@ def main():
     # the finished requests' stats in the step that finishes them.
     fb, stat_logger, logger = None, None, [None]
     if fallback:
+        # The routes exec gives the fallback: every one over unpatched vLLM;
+        # beside a patch that covers chat and completions, the others
+        # (VLLM_TIMINGS_FALLBACK_ROUTES set in the environment wins: all
+        # five paths count --fallback always).
+        if variant == "patched":
+            os.environ.setdefault("VLLM_TIMINGS_FALLBACK_ROUTES", "/v1/responses /v1/messages")
+        else:
+            os.environ.pop("VLLM_TIMINGS_FALLBACK_ROUTES", None)
         fb = load("vllm_timings_fallback", fallback)
         if with_stats:
             from vllm.v1.metrics.stats import FinishedRequestStats

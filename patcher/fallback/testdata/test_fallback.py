@@ -208,6 +208,35 @@ class Passthrough(unittest.TestCase):
             self.assertIs(app.send, client, sc)
             self.assertIs(app.scope, sc)
 
+    def test_only_the_routes_it_was_given(self):
+        body = b'{"object":"chat.completion","id":"x","usage":{"prompt_tokens":1,"completion_tokens":1}}'
+        mod = load({"VLLM_TIMINGS_FALLBACK_ROUTES": "/v1/responses,/v1/messages"})
+        self.assertEqual(set(mod._ROUTES), {"/v1/responses", "/v1/messages", "/invocations"})
+        for path in ("/v1/chat/completions", "/v1/completions"):
+            app = App(full(body))
+            client = Client()
+            run(mod.TimingsMiddleware(app)(scope(path=path), receive, client))
+            self.assertIs(app.send, client, path)  # straight to the app: no exchange
+        for path in ("/v1/responses", "/v1/messages", "/invocations"):
+            app = App(full(body))
+            client = Client()
+            run(mod.TimingsMiddleware(app)(scope(path=path), receive, client))
+            self.assertIsNot(app.send, client, path)
+
+    def test_routes_unset_empty_or_unknown(self):
+        every = {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/invocations"}
+        self.assertEqual(set(self.mod._ROUTES), every)
+        self.assertIsNone(self.mod._ROUTES_PROBLEM)
+        self.assertEqual(set(load({"VLLM_TIMINGS_FALLBACK_ROUTES": "/v1/chat/completions /v1/completions"})._ROUTES),
+                         {"/v1/chat/completions", "/v1/completions", "/invocations"})
+        self.assertEqual(load({"VLLM_TIMINGS_FALLBACK_ROUTES": ""})._ROUTES, {})
+        mod = load({"VLLM_TIMINGS_FALLBACK_ROUTES": "/v1/chat/completions /v1/chats"})
+        self.assertEqual(set(mod._ROUTES), every)
+        self.assertIn("/v1/chats", mod._ROUTES_PROBLEM)
+        with self.assertLogs("vllm.vllm_timings_fallback", "WARNING") as logs:
+            mod.TimingsMiddleware(App(full(b"{}")))
+        self.assertIn("serving every route", logs.output[0])
+
     def test_patched_response_is_untouched(self):
         body = shapes.chat_full(timings=True).encode()
         client = drive(self.mod, App(full(body)))
