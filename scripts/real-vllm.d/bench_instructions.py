@@ -199,14 +199,21 @@ def main():
             stat_logger = fb.StatLogger()
     final_step = len(outs) - 1
 
+    # vLLM builds the IterationStats of each step with stats on, stat logger
+    # plugins or not: only the one that finishes the request is built here
+    # (its id is the request's), the others share one made outside the count.
+    unfinished = SimpleNamespace(finished_requests=[])
+
     def generate(engine_input, sampling_params, request_id, **kw):
         async def gen():
             for i, o in enumerate(outs):
                 if logger[0] is not None:
-                    finished = [FinishedRequestStats(
-                        finish_reason=None, request_id=request_id, prefill_time=0.25, decode_time=0.5,
-                        num_cached_tokens=16, num_generation_tokens=tokens)] if i == final_step else []
-                    logger[0].record(None, SimpleNamespace(finished_requests=finished))
+                    it = unfinished
+                    if i == final_step:
+                        it = SimpleNamespace(finished_requests=[FinishedRequestStats(
+                            finish_reason=None, request_id=request_id, prefill_time=0.25, decode_time=0.5,
+                            num_cached_tokens=16, num_generation_tokens=tokens)])
+                    logger[0].record(None, it, mm_cache_stats=None, engine_idx=0)
                 yield o
         return gen()
 

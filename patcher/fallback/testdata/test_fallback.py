@@ -663,6 +663,7 @@ class StatLoggerPlugin(unittest.TestCase):
                     finished_requests=[finished_stats("chatcmpl-2", 0.1, 0.2)]))
                 logger.record(None, None)
                 logger.record(None, object())
+                logger.record(None, None, None, 0, "a later argument", later_keyword=1)
                 logger.log_engine_initialized()
                 self.assertEqual(sorted(mod._RECORDS), ["chatcmpl-1", "chatcmpl-2"])
             finally:
