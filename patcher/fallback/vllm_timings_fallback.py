@@ -14,9 +14,12 @@ every stat logger about each finished request.
 
 Which responses: POST /v1/chat/completions, /v1/completions, /v1/responses,
 /v1/messages (and /invocations, which serves the same), status 200, a JSON
-body or an event stream. Everything else passes through untouched: other
-routes (audio, embeddings, tokenize, /metrics, ...), websockets, lifespan,
-errors. ``timings`` goes on a full response's body and on a stream's final
+body or an event stream; of those routes, only the ones
+``VLLM_TIMINGS_FALLBACK_ROUTES`` names, where it is set (vllm-timings exec
+sets it to the parts no patch covers, and /invocations is served with any
+of them). Everything else passes through untouched: other routes (audio,
+embeddings, tokenize, /metrics, ...), the routes the patch covers,
+websockets, lifespan, errors. ``timings`` goes on a full response's body and on a stream's final
 event, which every other event passes on its way out as it comes (nothing
 is buffered beyond the event at hand):
 
@@ -136,18 +139,20 @@ _ALL_ROUTES = {
 
 # The routes this server's fallback serves: VLLM_TIMINGS_FALLBACK_ROUTES,
 # which vllm-timings exec sets to the parts no patch covers (the paths,
-# separated by spaces or commas). Every other route goes straight to
-# vLLM's app: on a route the patch covers, holding and parsing a full body
-# only to find the patch's timings there cost about 40 % of the response's
-# instructions. Unset (the middleware mounted by hand), every route; a
-# path it does not know, every route and a warning.
+# separated by spaces or commas; every part under --fallback always).
+# Every other route goes straight to vLLM's app: on a route the patch
+# covers, holding and parsing a full body only to find the patch's timings
+# there cost about 40 % of the response's instructions. Unset (the
+# middleware mounted by hand), every route. A value it cannot use (a path
+# it does not know, or no path at all, which exec never writes) also gives
+# every route, and a warning: what it does without the variable, so that a
+# slip costs instructions, never timings, and never stops vLLM.
 _ROUTES_ENV = "VLLM_TIMINGS_FALLBACK_ROUTES"
 
 
 def _routes(value):
     """The routes a VLLM_TIMINGS_FALLBACK_ROUTES value names, and a
-    complaint or None. /invocations dispatches to any of the others, so it
-    is served whenever one of them is."""
+    complaint or None."""
     if value is None:
         return dict(_ALL_ROUTES), None
     names = value.replace(",", " ").split()
@@ -155,9 +160,14 @@ def _routes(value):
     if unknown:
         return dict(_ALL_ROUTES), "%s=%r names no route it serves (%s); serving every route" % (
             _ROUTES_ENV, value, ", ".join(unknown))
+    if not names:
+        return dict(_ALL_ROUTES), "%s=%r names no route; serving every route" % (_ROUTES_ENV, value)
     routes = {n: _ALL_ROUTES[n] for n in names}
-    if routes:
-        routes["/invocations"] = ANY
+    # /invocations (SageMaker) carries a request of any kind and is told
+    # apart only by the response, so it is served whenever any part is: it
+    # may carry a part this server's fallback is for (and passes the
+    # patch's timings through when it carries one the patch covers).
+    routes["/invocations"] = ANY
     return routes, None
 
 
@@ -822,8 +832,13 @@ class TimingsMiddleware:
 
     def __init__(self, app, **kwargs):
         self.app = app
+        global _ROUTES_PROBLEM
         if _ROUTES_PROBLEM is not None:
+            # Here, not at import: vLLM's logging is set up by now, and the
+            # engine's process, which imports the module for its stat
+            # logger, serves no route. Once a process.
             _log.warning("vllm-timings fallback: %s", _ROUTES_PROBLEM)
+            _ROUTES_PROBLEM = None
         _log.info(
             "vllm-timings fallback: adding timings to responses that lack them on %s (%s)",
             " ".join(_ROUTES),

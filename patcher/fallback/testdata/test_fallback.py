@@ -222,6 +222,26 @@ class Passthrough(unittest.TestCase):
             client = Client()
             run(mod.TimingsMiddleware(app)(scope(path=path), receive, client))
             self.assertIsNot(app.send, client, path)
+        # Under a root path too.
+        app = App(full(body))
+        client = Client()
+        run(mod.TimingsMiddleware(app)(scope("/api/v1/chat/completions", root_path="/api"), receive, client))
+        self.assertIs(app.send, client)
+        app = App(full(body))
+        client = Client()
+        run(mod.TimingsMiddleware(app)(scope("/api/v1/responses", root_path="/api"), receive, client))
+        self.assertIsNot(app.send, client)
+
+    def test_a_route_it_serves_is_served_as_without_the_variable(self):
+        mod = load({"VLLM_TIMINGS_FALLBACK_ROUTES": "/v1/chat/completions /v1/completions"})
+        for path, body in (("/v1/chat/completions", shapes.chat_full(metrics=True)),
+                           ("/invocations", shapes.chat_full(metrics=True)),
+                           ("/v1/chat/completions", shapes.chat_full(timings=True))):
+            got = drive(mod, App(full(body.encode())), scope(path))
+            want = drive(self.mod, App(full(body.encode())), scope(path))
+            self.assertEqual(got.body(), want.body(), path)
+            self.assertEqual(got.messages[0], want.messages[0], path)
+            self.assertIn("timings", json.loads(got.body()), path)
 
     def test_routes_unset_empty_or_unknown(self):
         every = {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/invocations"}
@@ -229,13 +249,27 @@ class Passthrough(unittest.TestCase):
         self.assertIsNone(self.mod._ROUTES_PROBLEM)
         self.assertEqual(set(load({"VLLM_TIMINGS_FALLBACK_ROUTES": "/v1/chat/completions /v1/completions"})._ROUTES),
                          {"/v1/chat/completions", "/v1/completions", "/invocations"})
-        self.assertEqual(load({"VLLM_TIMINGS_FALLBACK_ROUTES": ""})._ROUTES, {})
-        mod = load({"VLLM_TIMINGS_FALLBACK_ROUTES": "/v1/chat/completions /v1/chats"})
+        # What exec writes under --fallback always: every route.
+        mod = load({"VLLM_TIMINGS_FALLBACK_ROUTES": "/v1/chat/completions /v1/completions /v1/responses /v1/messages"})
         self.assertEqual(set(mod._ROUTES), every)
-        self.assertIn("/v1/chats", mod._ROUTES_PROBLEM)
-        with self.assertLogs("vllm.vllm_timings_fallback", "WARNING") as logs:
-            mod.TimingsMiddleware(App(full(b"{}")))
-        self.assertIn("serving every route", logs.output[0])
+        self.assertIsNone(mod._ROUTES_PROBLEM)
+        # A value it cannot use: every route, as without it, and one warning
+        # when vLLM makes the middleware.
+        for value, named in (("/v1/chat/completions /v1/chats", "/v1/chats"), ("", "names no route"), (" , ", "names no route")):
+            mod = load({"VLLM_TIMINGS_FALLBACK_ROUTES": value})
+            self.assertEqual(set(mod._ROUTES), every, repr(value))
+            with self.assertLogs("vllm.vllm_timings_fallback", "WARNING") as logs:
+                mod.TimingsMiddleware(App(full(b"{}")))
+            warnings = [r for r in logs.records if r.levelname == "WARNING"]
+            self.assertEqual(len(warnings), 1, logs.output)
+            self.assertIn(named, warnings[0].getMessage())
+            self.assertIn("serving every route", warnings[0].getMessage())
+            app = App(full(b"{}"))
+            client = Client()
+            with self.assertNoLogs("vllm.vllm_timings_fallback", "WARNING"):
+                mw = mod.TimingsMiddleware(app)  # once a process
+            run(mw(scope(), receive, client))
+            self.assertIsNot(app.send, client, repr(value))
 
     def test_patched_response_is_untouched(self):
         body = shapes.chat_full(timings=True).encode()
