@@ -18,7 +18,9 @@
 //   - [Plan] decides, purely, from the features, the parts that need the
 //     fallback and the `vllm serve` command line, what to add to that
 //     command line and whether to register the stat logger (a [Serve]), or
-//     why the fallback stays off;
+//     why the fallback stays off; [Serve.Env] tells the module, through the
+//     server's environment ([RoutesEnv]), the routes of those parts, so
+//     that it leaves the routes the patch covers to vLLM, unread;
 //   - [Write] puts the module and the entry point on disk ([Layout]), once
 //     per content, atomically, and [Layout.PythonPath] says what goes on
 //     PYTHONPATH.

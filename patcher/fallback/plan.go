@@ -75,13 +75,14 @@ type Serve struct {
 	Sources string
 }
 
-// OffError is a reason the fallback stays off.
 // RoutesEnv names the variable in the server's environment that tells the
 // module which routes to serve: the paths of [Serve.Parts], separated by
-// spaces. Every other route goes straight to vLLM's app, untouched and
-// unparsed (a full response the patch already gave timings would
-// otherwise be held and parsed for nothing). Without it the module serves
-// every route.
+// spaces (the module adds /invocations, which carries any kind, whenever
+// it serves one). Every other route goes straight to vLLM's app, untouched
+// and unparsed (a full response the patch already gave timings would
+// otherwise be held and parsed for nothing). Without it, or with a value
+// the module cannot use (a path it does not know, no path), the module
+// serves every route; for the latter it also logs a warning.
 const RoutesEnv = "VLLM_TIMINGS_FALLBACK_ROUTES"
 
 // Env is env with [RoutesEnv] set to the routes of s.Parts, in place of
@@ -96,6 +97,7 @@ func (s *Serve) Env(env []string) []string {
 	return append(out, RoutesEnv+"="+strings.Join(s.Parts.Names(), " "))
 }
 
+// OffError is a reason the fallback stays off.
 type OffError struct{ Why string }
 
 func (e *OffError) Error() string { return e.Why }
