@@ -28,7 +28,10 @@ checks, with vLLM's own code wherever vLLM has it:
      stats of step 2 (prompt_ms = first_token_ts - scheduled_ts,
      predicted_ms = last_token_ts - first_token_ts, exactly), the stream's
      final usage chunk from the API server's clock, and every other byte
-     and event as vLLM sent it.
+     and event as vLLM sent it;
+  5. with the routes exec gives it beside a patch that covers chat and
+     completions (VLLM_TIMINGS_FALLBACK_ROUTES="/v1/responses
+     /v1/messages"), a chat completion goes through that app untouched.
 
 Prints one "ok" line per check; exits 1 at the first failure.
 """
@@ -222,6 +225,24 @@ async def through_app(app, want):
         if "x-vllm-timings" in r.headers:
             fail("a GET route got the header")
         ok("other routes are left alone")
+
+        # 5. The routes exec names beside a patch that covers chat. The
+        # module read VLLM_TIMINGS_FALLBACK_ROUTES (unset here) when vLLM
+        # imported it; its routes are set as that value would have set them.
+        fb = sys.modules["vllm_timings_fallback"]
+        every = fb._ROUTES
+        fb._ROUTES, problem = fb._routes("/v1/responses /v1/messages")
+        try:
+            if problem is not None or "/v1/chat/completions" in fb._ROUTES:
+                fail(f"the routes of '/v1/responses /v1/messages': {fb._ROUTES}, {problem}")
+            r = await client.post("/v1/chat/completions",
+                                  json={"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 16})
+            if r.status_code != 200 or "x-vllm-timings" in r.headers or "timings" in r.json():
+                fail(f"a chat completion outside the routes: HTTP {r.status_code}, x-vllm-timings "
+                     f"{r.headers.get('x-vllm-timings')}: {r.text[:300]}")
+        finally:
+            fb._ROUTES = every
+        ok("with VLLM_TIMINGS_FALLBACK_ROUTES='/v1/responses /v1/messages', a chat completion goes through vLLM's app untouched")
 
 
 async def endpoint_through_app(client, path, body, want, predicted_n, stream_events, what):
