@@ -500,7 +500,6 @@ def _members(text):
             raise ValueError("bad separator")
 
 
-
 def _parse(text):
     """_members(text), from one json.loads where no member's position is
     needed: those of an object under "metrics" or "response" are, the only
@@ -516,6 +515,7 @@ def _parse(text):
     if type(value.get("metrics")) is dict or type(value.get("response")) is dict:
         return _members(text)
     return {k: (v, None, None) for k, v in value.items()}, len(text.rstrip(" \t\n\r")) - 1
+
 
 def _insertion(brace, timings_json, empty):
     """The edit that adds "timings" before the closing brace at brace."""

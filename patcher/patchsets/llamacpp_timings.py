@@ -461,13 +461,13 @@ def attach_output(response, output):
     """``attach`` with the request's final RequestOutput: its stats, cached
     tokens and, where reported, draft counts."""
     try:
-        if _CLOCK_LOG is None and _no_drafts(output) and _attach_one(
-                response, _stats_of(output), getattr(output, "num_cached_tokens", None), None, None):
+        stats, cached = _stats_of(output), getattr(output, "num_cached_tokens", None)
+        if _CLOCK_LOG is None and _no_drafts(output) and _attach_one(response, stats, cached, None, None):
             return
         _attach(
             response,
-            _stats_of(output),
-            getattr(output, "num_cached_tokens", None),
+            stats,
+            cached,
             None,
             None,
             _drafts(_choice_spec(output)),
